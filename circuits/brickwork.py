@@ -1,0 +1,45 @@
+"""Brickwork circuits of Haar-random d-qubit gates (design brief section 2)."""
+import numpy as np
+
+from .errors import CircuitError
+from .gate import Circuit, Gate
+
+
+def haar_unitary(dim: int, rng: np.random.Generator) -> np.ndarray:
+    """A Haar-random (dim, dim) complex128 unitary: QR of Z = (randn + i randn)/sqrt(2), with Q's
+    columns multiplied by the phases of diag(R) so the distribution is exactly Haar (Mezzadri).
+
+    The Gaussian draws are bit-identical on every machine (numpy's Generator); the QR is
+    LAPACK's, so matrices from different BLAS builds may differ in the last bits.
+    """
+    z = (rng.standard_normal((dim, dim)) + 1j * rng.standard_normal((dim, dim))) / np.sqrt(2.0)
+    q, r = np.linalg.qr(z)
+    diagonal = np.diag(r)
+    return q * (diagonal / np.abs(diagonal))
+
+
+def brickwork_layer_targets(n_qubits: int, gate_size: int, layer: int) -> list:
+    """Target tuples of one layer: offset 0 on even layers, floor(d/2) on odd ones, open boundary."""
+    offset = 0 if layer % 2 == 0 else gate_size // 2
+    count = (n_qubits - offset) // gate_size
+    return [tuple(range(offset + j * gate_size, offset + (j + 1) * gate_size)) for j in range(count)]
+
+
+def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circuit:
+    """A depth-`depth` brickwork of independent Haar-random `gate_size`-qubit gates, ordered layer
+    by layer then by position; the same seed gives the same gates."""
+    if n_qubits < 1:
+        raise CircuitError(f"--qubits must be >= 1, got {n_qubits}")
+    if gate_size < 1:
+        raise CircuitError(f"--gate-size must be >= 1, got {gate_size}")
+    if gate_size > n_qubits:
+        raise CircuitError(f"--gate-size {gate_size} exceeds --qubits {n_qubits}: no gate fits")
+    if depth < 1:
+        raise CircuitError(f"--depth must be >= 1, got {depth}")
+    rng = np.random.default_rng(seed)
+    dim = 1 << gate_size
+    gates = []
+    for layer in range(depth):
+        for targets in brickwork_layer_targets(n_qubits, gate_size, layer):
+            gates.append(Gate(targets, haar_unitary(dim, rng), name=f"haar{gate_size}_L{layer}"))
+    return Circuit(n_qubits, gates)

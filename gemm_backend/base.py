@@ -1,0 +1,113 @@
+"""The interface every complex GEMM backend implements.
+
+A backend multiplies complex128 matrices; it knows nothing of qubits. The engine calls
+`apply_batched(u, x, out)` on an (L, K, R) view of the state: out[l] = u @ x[l] for every l.
+Arrays are numpy or cupy; a backend computes on whichever device its inputs live.
+"""
+from .arrays import array_module, iter_column_chunks
+from .errors import BackendError
+
+DEFAULT_WORKSPACE_BYTES = 1 << 30
+
+
+class GemmBackend:
+    """Base class. Subclasses implement `matmul`; most inherit `apply_batched`.
+
+    Attributes:
+        name: registry name, e.g. "cublas" or "int8-auto".
+        options: the keyword options the backend was built with (for reports).
+        last_call_info: what the most recent matmul/apply_batched call did, e.g.
+            {"splits": 9}; the simulator records it per gate.
+        workspace_bytes: working memory (bytes) a call may allocate beyond its inputs
+            and outputs; large products are processed in chunks to stay inside it.
+    """
+
+    name = "base"
+    description = ""
+    #: Keyword options accepted by the constructor, checked by the registry.
+    OPTIONS: tuple = ()
+
+    def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+        if workspace_bytes <= 0:
+            raise BackendError(f"workspace_bytes must be positive, got {workspace_bytes}")
+        self.workspace_bytes = int(workspace_bytes)
+        self.options: dict = {}
+        self.last_call_info: dict = {}
+        self.calls = 0
+        self.flops = 0.0
+
+    # -- to implement -------------------------------------------------------------------
+    def matmul(self, a, b):
+        """C = A @ B. a: (m, k), b: (k, n), complex128 (or float64); returns (m, n) complex128."""
+        raise NotImplementedError
+
+    def workspace_bytes_per_row(self, k: int, n: int) -> int:
+        """Bytes of working memory one row of A costs inside `matmul` (used for chunking)."""
+        return 16 * (k + n)
+
+    # -- shared behaviour ---------------------------------------------------------------
+    def works_in_place(self, k: int) -> bool:
+        """True when apply_batched with out=x costs no more than out-of-place for inner size k."""
+        return False
+
+    def apply_batched(self, u, x, out):
+        """out[l] = u @ x[l] for every l.
+
+        u: (K, K) complex128; x, out: (L, K, R) complex128 views on the same device.
+        out may be x itself: then the product is done in place, chunk by chunk, with at
+        most `workspace_bytes` of extra memory.
+        """
+        n_left, k, n_right = x.shape
+        row_bytes = self.workspace_bytes_per_row(k, k) + 32 * k  # + transposed copy and result
+        max_columns = max(1, self.workspace_bytes // row_bytes)
+        u_t = u.T
+        chunk_infos = []
+        for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
+            block = x[ls, :, rs]
+            lc, _, rc = block.shape
+            if rc == 1:
+                rows = block.reshape(lc, k)
+                out[ls, :, rs] = self.matmul(rows, u_t).reshape(lc, k, 1)
+            else:
+                rows = block.transpose(0, 2, 1).reshape(lc * rc, k)
+                product = self.matmul(rows, u_t).reshape(lc, rc, k)
+                out[ls, :, rs] = product.transpose(0, 2, 1)
+            chunk_infos.append(self.last_call_info)
+        self.last_call_info = merge_call_infos(chunk_infos)
+
+    def _count(self, m: int, k: int, n: int) -> None:
+        self.calls += 1
+        self.flops += 8.0 * m * k * n
+
+    def reset_statistics(self) -> None:
+        """Zero the cumulative counters (the simulator does this after its warm-up)."""
+        self.calls = 0
+        self.flops = 0.0
+
+    def statistics(self) -> dict:
+        """Cumulative counters since construction or the last reset."""
+        return {"calls": self.calls, "flops": self.flops}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "options": dict(self.options)}
+
+
+def merge_call_infos(infos: list) -> dict:
+    """One info dict for several chunk calls: numbers become their maximum, the rest the last value.
+
+    The maximum is the honest summary for split counts (the costliest chunk decides).
+    """
+    merged: dict = {}
+    for info in infos:
+        for key, value in info.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key in merged:
+                merged[key] = max(merged[key], value)
+            else:
+                merged[key] = value
+    return merged
+
+
+def as_complex(x):
+    """x as complex128 on its own device (no copy when it already is)."""
+    xp = array_module(x)
+    return xp.asarray(x, dtype=xp.complex128)

@@ -1,0 +1,83 @@
+// Dense K x K complex gate on every column of a C-contiguous (L, K, R) complex128 view:
+//     out[l, :, r] = U @ x[l, :, r]
+// for small K, where cuBLAS launches are dominated by overhead (design brief section 3).
+// Each column is read into registers before any output of it is written, and columns are
+// disjoint, so out may alias x: the gate is applied in place without a second state buffer.
+// U is row-major (K, K). R is a power of two, passed as log2_right.
+
+template <int K>
+__device__ __forceinline__ void multiply_column(const double2 *u, const double2 (&v)[K], double2 (&w)[K])
+{
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        double re = 0.0, im = 0.0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const double2 a = u[i * K + k];
+            re = fma(a.x, v[k].x, re);
+            re = fma(-a.y, v[k].y, re);
+            im = fma(a.x, v[k].y, im);
+            im = fma(a.y, v[k].x, im);
+        }
+        w[i] = make_double2(re, im);
+    }
+}
+
+// R >= 32: a warp's 32 consecutive columns share l, so each of the K loads is one
+// contiguous 512-byte run: coalesced without staging.
+template <int K>
+__global__ void apply_small_gate_direct(const double2 *x, double2 *out, const double2 *__restrict__ u,
+                                        long long n_columns, int log2_right)
+{
+    __shared__ double2 u_shared[K * K];
+    for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
+    __syncthreads();
+    const long long right = 1LL << log2_right;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < n_columns; c += stride) {
+        const long long l = c >> log2_right;
+        const long long base = l * K * right + (c & (right - 1));
+        double2 v[K], w[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = x[base + k * right];
+        multiply_column<K>(u_shared, v, w);
+#pragma unroll
+        for (int k = 0; k < K; ++k) out[base + k * right] = w[k];
+    }
+}
+
+// R < TILE: a tile of TILE consecutive columns covers TILE / R whole groups l, one
+// contiguous span of TILE * K elements. It is staged through shared memory so that global
+// loads and stores are coalesced; rows are padded by one element against bank conflicts.
+template <int K, int TILE>
+__global__ void apply_small_gate_staged(const double2 *x, double2 *out, const double2 *__restrict__ u,
+                                        long long n_columns, int log2_right)
+{
+    __shared__ double2 u_shared[K * K];
+    __shared__ double2 tile[TILE * (K + 1)];
+    for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
+    const int right = 1 << log2_right;
+    const long long n_tiles = n_columns / TILE;
+    for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
+        const long long span_start = t * TILE * K;
+        __syncthreads();
+        for (int e = threadIdx.x; e < TILE * K; e += blockDim.x) {
+            const int group = e / (K * right), k = (e / right) % K, r = e % right;
+            tile[(group * right + r) * (K + 1) + k] = x[span_start + e];
+        }
+        __syncthreads();
+        for (int col = threadIdx.x; col < TILE; col += blockDim.x) {
+            double2 v[K], w[K];
+#pragma unroll
+            for (int k = 0; k < K; ++k) v[k] = tile[col * (K + 1) + k];
+            multiply_column<K>(u_shared, v, w);
+#pragma unroll
+            for (int k = 0; k < K; ++k) tile[col * (K + 1) + k] = w[k];
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < TILE * K; e += blockDim.x) {
+            const int group = e / (K * right), k = (e / right) % K, r = e % right;
+            out[span_start + e] = tile[(group * right + r) * (K + 1) + k];
+        }
+    }
+}

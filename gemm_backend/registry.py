@@ -1,0 +1,102 @@
+"""The one table mapping backend names to implementations.
+
+Modules are imported on first use, so a backend whose dependencies are missing does not
+stop the others from loading.
+"""
+import importlib
+import inspect
+import re
+from dataclasses import dataclass, field
+
+from .arrays import gpu_available
+from .errors import BackendError
+
+INT8_SPLITS = range(3, 19)
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    name: str
+    module: str
+    cls: str
+    description: str
+    fixed_options: dict = field(default_factory=dict)
+
+    def load(self):
+        return getattr(importlib.import_module(self.module, __package__), self.cls)
+
+
+_ENTRIES = [
+    BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)"),
+    BackendEntry("int8-auto", ".ozaki", "OzakiBackend",
+                 "INT8 Ozaki scheme, splits chosen per GEMM from the data (option rho)",
+                 {"splits": "auto"}),
+    BackendEntry("fp16x2", ".multiword", "MultiwordFp16Backend",
+                 "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"),
+    BackendEntry("fp16", ".multiword", "SingleFp16Backend", "one fp16 word, FP32 accumulation (baseline)"),
+    BackendEntry("cgemm", ".cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline"),
+    BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)"),
+]
+_ALIASES = {"zgemm": "cublas"}
+_INT8_FIXED = re.compile(r"^int8-(\d+)$")
+
+
+def _entry(name: str) -> BackendEntry:
+    name = _ALIASES.get(name, name)
+    for entry in _ENTRIES:
+        if entry.name == name:
+            return entry
+    match = _INT8_FIXED.match(name)
+    if match:
+        splits = int(match.group(1))
+        if splits not in INT8_SPLITS:
+            raise BackendError(
+                f"backend {name!r}: INT8 splits must be in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}"
+            )
+        return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
+                            {"splits": splits})
+    raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
+
+
+def names() -> list:
+    """Backend names, with int8-<s> shown as its pattern."""
+    return [e.name for e in _ENTRIES] + [f"int8-<s> (s = {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1})"] + [
+        f"{alias} (= {target})" for alias, target in _ALIASES.items()
+    ]
+
+
+def get(name: str, **options):
+    """A new backend instance. Raises BackendError for an unknown name or an option the
+    backend does not take (options set to None are ignored)."""
+    entry = _entry(name)
+    try:
+        cls = entry.load()
+    except ImportError as exc:
+        raise BackendError(f"backend {name!r} cannot load: {exc}") from exc
+    options = {k: v for k, v in options.items() if v is not None}
+    unknown = sorted(set(options) - set(cls.OPTIONS))
+    if unknown:
+        accepted = ", ".join(cls.OPTIONS) or "none"
+        raise BackendError(f"backend {name!r} takes no option {', '.join(unknown)} (it takes: {accepted})")
+    backend = cls(**entry.fixed_options, **options)
+    backend.name = entry.name
+    return backend
+
+
+def available() -> list:
+    """One dict per backend that loads here: name, description, devices, options."""
+    devices = ["cpu"] + (["gpu"] if gpu_available() else [])
+    rows = []
+    for entry in _ENTRIES + [_entry("int8-9")]:
+        try:
+            cls = entry.load()
+        except ImportError:
+            continue
+        name = "int8-<s>" if entry.name == "int8-9" else entry.name
+        description = entry.description if name != "int8-<s>" else (
+            f"INT8 Ozaki scheme, fixed s in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}")
+        options = [o for o in cls.OPTIONS if o not in entry.fixed_options]
+        signature = inspect.signature(cls.__init__)
+        defaults = {o: signature.parameters[o].default for o in options if o in signature.parameters}
+        rows.append({"name": name, "description": description, "devices": devices, "options": defaults})
+    return rows

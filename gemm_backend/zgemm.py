@@ -1,0 +1,70 @@
+"""Native complex128 GEMM: cuBLAS ZGEMM through cupy on the GPU, numpy (BLAS) on the CPU."""
+from .arrays import array_module, iter_column_chunks, is_gpu_array
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
+from .errors import BackendError
+from .small_gate import SUPPORTED_DIMS, apply_small_gate
+
+
+class ZgemmBackend(GemmBackend):
+    """Reference-speed FP64 complex GEMM.
+
+    Options:
+        small_gate_max_qubits: on the GPU, gates of at most this many qubits (K = 2^d <= 32)
+            use the in-place register kernel instead of cuBLAS (0 disables it).
+        workspace_bytes: scratch memory for in-place products done in chunks.
+    """
+
+    name = "cublas"
+    description = "FP64 complex GEMM: cuBLAS ZGEMM on the GPU, numpy on the CPU"
+    OPTIONS = ("small_gate_max_qubits", "workspace_bytes")
+
+    def __init__(self, small_gate_max_qubits: int = 5, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+        super().__init__(workspace_bytes)
+        max_kernel_qubits = SUPPORTED_DIMS[-1].bit_length() - 1
+        if not 0 <= small_gate_max_qubits <= max_kernel_qubits:
+            raise BackendError(
+                f"small_gate_max_qubits must be in 0..{max_kernel_qubits}, got {small_gate_max_qubits}"
+            )
+        self.small_gate_max_dim = 1 << small_gate_max_qubits if small_gate_max_qubits else 0
+        self.options = {"small_gate_max_qubits": small_gate_max_qubits, "workspace_bytes": self.workspace_bytes}
+
+    def matmul(self, a, b):
+        xp = array_module(a)
+        a, b = as_complex(a), as_complex(b)
+        self._count(a.shape[0], a.shape[1], b.shape[1])
+        self.last_call_info = {}
+        return xp.matmul(a, b)
+
+    def _uses_small_gate_kernel(self, k: int, on_gpu: bool) -> bool:
+        return on_gpu and k <= self.small_gate_max_dim
+
+    def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
+        return self._uses_small_gate_kernel(k, on_gpu)
+
+    def apply_batched(self, u, x, out):
+        n_left, k, n_right = x.shape
+        self._count(n_left * n_right, k, k)
+        on_gpu = is_gpu_array(x)
+        if self._uses_small_gate_kernel(k, on_gpu):
+            apply_small_gate(u, x, out)
+            self.last_call_info = {"kernel": "small_gate"}
+            return
+        self.last_call_info = {"kernel": "zgemm"}
+        if out is not x:
+            _view_product(u, x, out)
+            return
+        max_columns = max(1, self.workspace_bytes // (16 * k))
+        for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
+            out[ls, :, rs] = _view_product(u, x[ls, :, rs])
+
+
+def _view_product(u, block, out=None):
+    """u @ block[l] for every l of an (L, K, R) block, as one (batched) GEMM; out must be
+    C-contiguous when given."""
+    xp = array_module(block)
+    n_left, k, n_right = block.shape
+    if n_right == 1:
+        rows_out = None if out is None else out.reshape(n_left, k)
+        result = xp.matmul(block.reshape(n_left, k), u.T, out=rows_out)
+        return result.reshape(n_left, k, 1)
+    return xp.matmul(u, block, out=out)

@@ -1,0 +1,91 @@
+"""Turning a gate on chosen qubits into a batched GEMM on a view of the state.
+
+A gate on contiguous targets q..q+d-1 is X[l] <- U @ X[l] on the (L, 2^d, R) view with
+R = 2^q and L = 2^(N-q-d): no data moves except through the GEMM. Unsorted targets only
+permute the matrix. Non-contiguous targets need one transposed copy of the state.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemm_backend.arrays import array_module
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    """How one gate is applied.
+
+    matrix: (K, K) complex128 with index bit j = qubit targets[j], targets sorted ascending.
+    axes_order: for non-contiguous targets, the transpose of the (2,)*N tensor view that puts the
+        targets last (most significant first), so that the copy is an (L, K, 1) view; None otherwise.
+    """
+
+    n_qubits: int
+    targets: tuple
+    matrix: np.ndarray
+    axes_order: tuple = None
+
+    @property
+    def k(self) -> int:
+        return self.matrix.shape[0]
+
+    @property
+    def view_shape(self) -> tuple:
+        """(L, K, R) of the contiguous view (of the state, or of the transposed copy)."""
+        if self.axes_order is not None:
+            return (1 << (self.n_qubits - len(self.targets)), self.k, 1)
+        low = self.targets[0]
+        return (1 << (self.n_qubits - low - len(self.targets)), self.k, 1 << low)
+
+
+def sorted_target_matrix(targets, matrix) -> tuple:
+    """(sorted targets, matrix re-indexed so that index bit j is qubit sorted_targets[j])."""
+    order = np.argsort(targets, kind="stable")
+    sorted_targets = tuple(int(targets[i]) for i in order)
+    if list(order) == list(range(len(targets))):
+        return sorted_targets, np.asarray(matrix, dtype=np.complex128)
+    dim = 1 << len(targets)
+    indices = np.arange(dim)
+    # index a (sorted convention) has bit i = qubit sorted_targets[i] = targets[order[i]]:
+    # move it to bit order[i] to get the original-convention index.
+    original = np.zeros(dim, dtype=np.int64)
+    for i, j in enumerate(order):
+        original |= ((indices >> i) & 1) << int(j)
+    return sorted_targets, np.asarray(matrix, dtype=np.complex128)[np.ix_(original, original)]
+
+
+def plan_gate(n_qubits: int, targets, matrix) -> GatePlan:
+    targets, matrix = sorted_target_matrix(list(targets), matrix)
+    contiguous = targets[-1] - targets[0] == len(targets) - 1
+    axes_order = None
+    if not contiguous:
+        # Tensor axis a of the (2,)*N view is qubit N-1-a.
+        target_axes = [n_qubits - 1 - t for t in reversed(targets)]
+        other_axes = [a for a in range(n_qubits) if a not in target_axes]
+        axes_order = tuple(other_axes + target_axes)
+    return GatePlan(n_qubits, targets, matrix, axes_order)
+
+
+def apply_plan(plan: GatePlan, state, product, scratch=None):
+    """Apply a planned gate to a flat state through product(x_view, out_view).
+
+    product(x, out) must set out[l] = U @ x[l] on (L, K, R) views (out may be x).
+    scratch: an optional flat buffer of the state's size; when given (and targets are
+    contiguous), the product goes there out of place and scratch becomes the state.
+    Returns (new_state, new_scratch).
+    """
+    shape = plan.view_shape
+    if plan.axes_order is None:
+        x = state.reshape(shape)
+        if scratch is None:
+            product(x, x)
+            return state, None
+        product(x, scratch.reshape(shape))
+        return scratch, state
+    xp = array_module(state)
+    tensor = state.reshape((2,) * plan.n_qubits)
+    moved = xp.ascontiguousarray(tensor.transpose(plan.axes_order)).reshape(shape)
+    product(moved, moved)
+    tensor.transpose(plan.axes_order)[...] = moved.reshape((2,) * plan.n_qubits)
+    return state, scratch
+

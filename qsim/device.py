@@ -1,0 +1,70 @@
+"""Where the state lives: device names, array modules and free memory."""
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemm_backend.arrays import cupy_module, gpu_available
+
+from .errors import SimulationError
+
+DEVICES = ("auto", "cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "cpu" or "gpu"
+
+    @property
+    def xp(self):
+        return np if self.kind == "cpu" else cupy_module()
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+    def name(self) -> str:
+        if self.kind == "cpu":
+            return "cpu"
+        cp = cupy_module()
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        return f"gpu ({props['name'].decode()})"
+
+    def free_bytes(self) -> int:
+        """Memory a new allocation can take: free device memory plus what cupy's pool holds
+        unused, or MemAvailable on the host."""
+        if self.kind == "gpu":
+            cp = cupy_module()
+            free, _total = cp.cuda.runtime.memGetInfo()
+            pool = cp.get_default_memory_pool()
+            return int(free + pool.free_bytes())
+        return host_available_bytes()
+
+    def synchronize(self) -> None:
+        if self.kind == "gpu":
+            cupy_module().cuda.Device().synchronize()
+
+
+def host_available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def resolve_device(name: str) -> Device:
+    """'auto' -> the GPU when cupy sees one, else the CPU."""
+    if name not in DEVICES:
+        raise SimulationError(f"unknown device {name!r}; choose one of {', '.join(DEVICES)}")
+    if name == "auto":
+        return Device("gpu" if gpu_available() else "cpu")
+    if name == "gpu" and not gpu_available():
+        raise SimulationError(
+            "device 'gpu' asked for, but no CUDA GPU is visible to cupy "
+            "(install the 'gpu' extra, or use --device cpu)"
+        )
+    return Device(name)

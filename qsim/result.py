@@ -1,0 +1,101 @@
+"""What a simulation run returns."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gemm_backend.arrays import to_host
+
+from .errors import SimulationError
+
+
+@dataclass
+class Result:
+    """A finished run.
+
+    state: (2^N,) complex128 on the run's device (numpy or cupy).
+    gate_times_s: wall time of each gate in seconds (CUDA events on the GPU).
+    gate_info: per gate, what the backend reported (e.g. {"splits": 9}) plus "targets".
+    gate_flops: per gate, 8 * 2^N * 2^d (complex multiply-adds counted as 8 real flops).
+    peak_memory_bytes: GPU: the most memory cupy's pool held during the run; CPU: the
+        process's peak resident set size.
+    """
+
+    n_qubits: int
+    state: object
+    backend: str
+    device: str
+    gate_times_s: list
+    gate_info: list
+    gate_flops: list
+    peak_memory_bytes: int
+    memory_measure: str
+    backend_options: dict = field(default_factory=dict)
+    backend_statistics: dict = field(default_factory=dict)
+    accuracy: dict = None  # filled in when a reference run was asked for
+
+    @property
+    def total_time_s(self) -> float:
+        return float(sum(self.gate_times_s))
+
+    @property
+    def n_gates(self) -> int:
+        return len(self.gate_times_s)
+
+    def tflops(self) -> float:
+        total = self.total_time_s
+        return sum(self.gate_flops) / total / 1e12 if total > 0 else 0.0
+
+    def state_vector(self) -> np.ndarray:
+        """The state as a numpy array (copied from the GPU when needed)."""
+        return to_host(self.state)
+
+    def amplitude(self, index: int) -> complex:
+        """<index|psi> for a basis-state index (bit q = qubit q)."""
+        index = int(index)
+        if not 0 <= index < (1 << self.n_qubits):
+            raise SimulationError(f"amplitude index {index} is outside 0..2^{self.n_qubits}-1")
+        return complex(to_host(self.state[index : index + 1])[0])
+
+    def probabilities(self, bitstrings) -> np.ndarray:
+        """|<b|psi>|^2 for each b: an int index or a string of '0'/'1' written as Qiskit does,
+        qubit N-1 first (leftmost) and qubit 0 last."""
+        return np.array([abs(self.amplitude(self._index(b))) ** 2 for b in bitstrings])
+
+    def _index(self, bitstring) -> int:
+        if isinstance(bitstring, (int, np.integer)):
+            return int(bitstring)
+        text = str(bitstring).replace(" ", "")
+        if len(text) != self.n_qubits or set(text) - {"0", "1"}:
+            raise SimulationError(
+                f"bitstring {bitstring!r} must be {self.n_qubits} characters of 0/1 (qubit {self.n_qubits - 1} first)"
+            )
+        return int(text, 2)
+
+    def norm(self) -> float:
+        xp_norm = float(abs((self.state.conj() * self.state).sum()) ** 0.5)
+        return xp_norm
+
+    def to_dict(self) -> dict:
+        """Everything but the state, JSON-ready."""
+        amp0 = self.amplitude(0)
+        times = np.array(self.gate_times_s) if self.gate_times_s else np.zeros(1)
+        out = {
+            "qubits": self.n_qubits,
+            "gates": self.n_gates,
+            "backend": self.backend,
+            "backend_options": self.backend_options,
+            "device": self.device,
+            "total_time_s": self.total_time_s,
+            "gate_time_s": {"mean": float(times.mean()), "median": float(np.median(times)),
+                            "min": float(times.min()), "max": float(times.max())},
+            "effective_tflops": self.tflops(),
+            "peak_memory_bytes": int(self.peak_memory_bytes),
+            "memory_measure": self.memory_measure,
+            "amplitude_0": {"re": amp0.real, "im": amp0.imag},
+            "norm": self.norm(),
+            "backend_statistics": self.backend_statistics,
+            "per_gate": [dict(info, time_s=t) for info, t in zip(self.gate_info, self.gate_times_s)],
+        }
+        if self.accuracy is not None:
+            out["accuracy"] = self.accuracy
+        return out

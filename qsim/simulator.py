@@ -1,0 +1,188 @@
+"""The state-vector engine: runs a Circuit gate by gate through a GEMM backend."""
+import resource
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import gemm_backend
+from circuits import Circuit, CircuitError
+
+from .apply import apply_plan, plan_gate
+from .device import resolve_device
+from .errors import SimulationError
+from .result import Result
+
+BYTES_PER_AMPLITUDE = 16
+GIB = float(1 << 30)
+
+
+@dataclass
+class SimulatorOptions:
+    """Everything that configures a run.
+
+    backend: registry name (`qsim backends`); backend_options: its keyword options.
+    device: "auto" (GPU if cupy sees one), "cpu" or "gpu".
+    progress: tqdm bar; None shows it only on a terminal.
+    out_of_place: "auto" keeps a second state buffer for backends that cannot work in place
+        when it fits in memory; True requires it, False never allocates it (N = 32 on 141 GB).
+    memory_fraction: share of free device memory a run may plan to use.
+    """
+
+    backend: str = "cublas"
+    device: str = "auto"
+    backend_options: dict = field(default_factory=dict)
+    progress: bool = None
+    out_of_place: object = "auto"
+    memory_fraction: float = 0.95
+
+
+class Simulator:
+    """Python entry point: `Simulator(backend="cublas", device="auto").run(circuit) -> Result`."""
+
+    def __init__(self, backend: str = "cublas", device: str = "auto", *, progress=None,
+                 out_of_place="auto", **backend_options):
+        self.options = SimulatorOptions(backend, device, backend_options, progress, out_of_place)
+        self.device = resolve_device(device)
+        self.backend = gemm_backend.get(backend, **backend_options)
+
+    # -- memory ---------------------------------------------------------------------------
+    def memory_plan(self, circuit: Circuit) -> dict:
+        """Bytes the run needs, decided before anything is allocated. Raises SimulationError
+        when even the in-place plan does not fit."""
+        state_bytes = BYTES_PER_AMPLITUDE << circuit.n_qubits
+        plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) for g in circuit.gates]
+        transposes = any(p.axes_order is not None for p in plans)
+        workspace = self.backend.workspace_bytes
+        base = state_bytes * (2 if transposes else 1) + workspace
+        budget = int(self.device.free_bytes() * self.options.memory_fraction)
+        if base > budget:
+            raise SimulationError(
+                f"{circuit.n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
+                f"(state {state_bytes / GIB:.2f} GiB{' x2 for non-contiguous gates' if transposes else ''}"
+                f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
+                "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
+            )
+        wants_spare = any(
+            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in plans
+        )
+        mode = self.options.out_of_place
+        fits_spare = base + state_bytes <= budget
+        if mode is True and not fits_spare:
+            raise SimulationError(
+                f"out_of_place=True needs a second {state_bytes / GIB:.2f} GiB state buffer that does not fit"
+                f" ({budget / GIB:.2f} GiB available); use out_of_place='auto' to apply gates in place"
+            )
+        spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
+        return {"state_bytes": state_bytes, "spare_buffer": spare, "planned_bytes": base + spare * state_bytes,
+                "available_bytes": budget, "plans": plans}
+
+    # -- run ------------------------------------------------------------------------------
+    def run(self, circuit: Circuit, initial_state=None) -> Result:
+        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm)."""
+        if not isinstance(circuit, Circuit):
+            raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
+        plan = self.memory_plan(circuit)
+        xp = self.device.xp
+        state = self._initial_state(circuit.n_qubits, initial_state)
+        scratch = xp.empty_like(state) if plan["spare_buffer"] else None
+        self._warm_up(plan["plans"])
+        timer = _GateTimer(self.device)
+        memory = _PeakMemory(self.device)
+        gate_info, gate_flops = [], []
+        bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
+        for gate, gate_plan in zip(circuit.gates, plan["plans"]):
+            u = xp.asarray(gate_plan.matrix)
+            product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
+            timer.start()
+            state, scratch = apply_plan(gate_plan, state, product, scratch)
+            timer.stop()
+            memory.sample()
+            gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets)))
+            gate_flops.append(8.0 * (1 << circuit.n_qubits) * gate_plan.k)
+            bar.update(1)
+        bar.close()
+        return Result(
+            n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),
+            gate_times_s=timer.elapsed(), gate_info=gate_info, gate_flops=gate_flops,
+            peak_memory_bytes=memory.peak(), memory_measure=memory.measure,
+            backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
+        )
+
+    def _progress_disabled(self):
+        progress = self.options.progress
+        return None if progress is None else not progress
+
+    def _initial_state(self, n_qubits: int, initial_state):
+        xp = self.device.xp
+        size = 1 << n_qubits
+        if initial_state is None:
+            state = xp.zeros(size, dtype=xp.complex128)
+            state[0] = 1.0
+            return state
+        vector = xp.asarray(initial_state, dtype=xp.complex128).reshape(-1)
+        if vector.size != size:
+            raise SimulationError(f"initial_state has {vector.size} amplitudes; {n_qubits} qubits need {size}")
+        norm = float(xp.linalg.norm(vector))
+        if not np.isfinite(norm) or abs(norm - 1.0) > 1e-8:
+            raise SimulationError(f"initial_state must have unit norm, got {norm!r}")
+        return vector.copy()
+
+    def _warm_up(self, plans) -> None:
+        """Run each gate size once on a small random block so that kernel compilation and
+        library handle creation stay out of the per-gate timings."""
+        xp = self.device.xp
+        rng = np.random.default_rng(0)
+        for k in sorted({p.k for p in plans}):
+            u = xp.asarray(rng.standard_normal((k, k)) + 1j * rng.standard_normal((k, k)))
+            for n_right in (1, 4):
+                x = xp.asarray(rng.standard_normal((2, k, n_right)) + 1j * rng.standard_normal((2, k, n_right)))
+                self.backend.apply_batched(u, x, x)
+        self.device.synchronize()
+        self.backend.reset_statistics()
+
+
+class _GateTimer:
+    """Per-gate wall time: CUDA events on the GPU (read once at the end), perf_counter on the CPU."""
+
+    def __init__(self, device):
+        self.device = device
+        self.marks = []
+
+    def start(self):
+        self.marks.append([self._mark(), None])
+
+    def stop(self):
+        self.marks[-1][1] = self._mark()
+
+    def _mark(self):
+        if self.device.on_gpu:
+            event = self.device.xp.cuda.Event()
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def elapsed(self) -> list:
+        if not self.device.on_gpu:
+            return [b - a for a, b in self.marks]
+        self.device.synchronize()
+        cp = self.device.xp
+        return [cp.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self.marks]
+
+
+class _PeakMemory:
+    def __init__(self, device):
+        self.device = device
+        self.measure = "cupy memory pool (bytes held)" if device.on_gpu else "process peak RSS"
+        self._peak = 0
+        self.sample()
+
+    def sample(self):
+        if self.device.on_gpu:
+            self._peak = max(self._peak, self.device.xp.get_default_memory_pool().total_bytes())
+        else:
+            self._peak = max(self._peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+    def peak(self) -> int:
+        return int(self._peak)
