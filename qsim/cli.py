@@ -1,0 +1,230 @@
+"""Command line: `qsim run`, `qsim compare`, `qsim backends`."""
+import argparse
+import json
+import sys
+
+import gemm_backend
+from circuits import CircuitError, brickwork
+
+from .errors import SimulationError
+from .simulator import Simulator
+
+EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
+DEFAULT_DEPTH = 10
+DEFAULT_IMPORT_FUSION = 5
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except EXPECTED_ERRORS as exc:
+        print(f"qsim: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        print(f"qsim: error: out of memory ({exc}); use fewer qubits or a smaller workspace", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("qsim: interrupted", file=sys.stderr)
+        return 130
+
+
+# -- parser ---------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="qsim", description="State-vector simulation on (emulated) FP64 GEMM backends")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="simulate one circuit and print time, memory and amplitudes")
+    _circuit_arguments(run)
+    run.add_argument("--backend", default="cublas", help="GEMM backend (see `qsim backends`); default cublas")
+    _backend_option_arguments(run)
+    run.add_argument("--reference", choices=["dd"], help="also run a double-double reference and report errors")
+    run.add_argument("--shots", type=_positive_int, help="sample this many measurement outcomes (seeded by --seed)")
+    run.set_defaults(handler=_run)
+
+    compare = commands.add_parser("compare", help="run several backends on one circuit against one dd reference")
+    _circuit_arguments(compare)
+    compare.add_argument("--backends", required=True, help="comma-separated backend names, e.g. cublas,int8-auto,int8-9")
+    _backend_option_arguments(compare)
+    compare.add_argument("--plot", metavar="PATH", help="write an accuracy-versus-time plot (needs matplotlib)")
+    compare.set_defaults(handler=_compare)
+
+    backends = commands.add_parser("backends", help="list backends and devices")
+    backends.add_argument("--json", metavar="PATH", help="also write the list as JSON ('-' for stdout)")
+    backends.set_defaults(handler=_backends)
+    return parser
+
+
+def _circuit_arguments(parser):
+    source = parser.add_argument_group("circuit")
+    source.add_argument("--qubits", type=int, help="number of qubits of the brickwork circuit")
+    source.add_argument("--gate-size", type=int, default=5, help="qubits per brickwork gate (default 5)")
+    source.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help=f"brickwork layers (default {DEFAULT_DEPTH})")
+    source.add_argument("--seed", type=int, default=0, help="seed of the random gates and of sampling (default 0)")
+    source.add_argument("--qasm", metavar="FILE", help="simulate an OpenQASM 2/3 file instead of a brickwork circuit")
+    source.add_argument("--fuse", type=int, metavar="K",
+                        help=f"fuse gates into blocks of at most K qubits (default {DEFAULT_IMPORT_FUSION} for --qasm, "
+                        "off for brickwork; 0 = off)")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
+                        help="auto takes the GPU when cupy sees one")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _backend_option_arguments(parser):
+    group = parser.add_argument_group("backend options (only for the backends that take them)")
+    group.add_argument("--rho", type=float, help="int8-auto: allowed average mantissa bits lost (default 0)")
+    group.add_argument("--block", type=int, help="fp16x2: summation block size along k (0 = unblocked)")
+    group.add_argument("--accumulate", choices=["fp32", "fp64"], help="fp16x2: precision of the block sums")
+    group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default 1)")
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+# -- commands -------------------------------------------------------------------------------
+def _backend_options(args) -> dict:
+    workspace = None if args.workspace_gib is None else int(args.workspace_gib * (1 << 30))
+    return {"rho": args.rho, "block": args.block, "accumulate": args.accumulate, "workspace_bytes": workspace}
+
+
+def _build_circuit(args):
+    if args.qasm:
+        import circuits
+
+        circuit = circuits.from_qasm(args.qasm)
+        fuse = DEFAULT_IMPORT_FUSION if args.fuse is None else args.fuse
+        source = {"qasm": args.qasm, "gates_imported": len(circuit)}
+    else:
+        if args.qubits is None:
+            raise CircuitError("give --qubits N for a brickwork circuit, or --qasm FILE")
+        circuit = brickwork(args.qubits, args.gate_size, args.depth, args.seed)
+        fuse = args.fuse or 0
+        source = {"brickwork": {"qubits": args.qubits, "gate_size": args.gate_size, "depth": args.depth,
+                                "seed": args.seed}}
+    if fuse < 0:
+        raise CircuitError(f"--fuse must be >= 0, got {fuse}")
+    if fuse:
+        import circuits
+
+        circuit = circuits.fuse(circuit, fuse)
+        source["fused_to"] = {"max_qubits": fuse, "gates": len(circuit)}
+    return circuit, source
+
+
+def _run(args) -> int:
+    circuit, source = _build_circuit(args)
+    progress = False if args.no_progress else None
+    simulator = Simulator(args.backend, args.device, progress=progress, **_backend_options(args))
+    result = simulator.run(circuit)
+    report = {"circuit": source, **result.to_dict()}
+    if args.reference:
+        from .accuracy import accuracy_report
+        from .reference import reference_state
+
+        ref_hi, ref_lo = reference_state(circuit, simulator.device, progress=progress)
+        result.accuracy = report["accuracy"] = accuracy_report(result.state, ref_hi, ref_lo)
+        del ref_hi, ref_lo
+    if args.shots:
+        from .sampling import sample_counts
+
+        measured = list(circuit.measured) or list(range(circuit.n_qubits))
+        report["counts"] = sample_counts(result.state, measured, args.shots, args.seed)
+    print(_summary(report))
+    _write_json(args.json, report)
+    return 0
+
+
+def _compare(args) -> int:
+    from .compare import compare_backends, format_table, plot_accuracy_vs_time
+
+    circuit, source = _build_circuit(args)
+    names = [name.strip() for name in args.backends.split(",") if name.strip()]
+    if not names:
+        raise CircuitError("--backends needs at least one backend name")
+    options = {k: v for k, v in _backend_options(args).items() if v is not None}
+    per_backend = {name: _options_for(name, options) for name in names}
+    report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
+                              progress=False if args.no_progress else None)
+    report["circuit"] = source
+    print(format_table(report))
+    if args.plot:
+        plot_accuracy_vs_time(report, args.plot)
+        print(f"plot written to {args.plot}")
+    _write_json(args.json, report)
+    return 0
+
+
+def _options_for(name: str, options: dict) -> dict:
+    """The subset of the command-line backend options that backend `name` takes."""
+    accepted = gemm_backend.get(name).OPTIONS
+    return {k: v for k, v in options.items() if k in accepted}
+
+
+def _backends(args) -> int:
+    rows = gemm_backend.available()
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        options = ", ".join(f"{k}={v}" for k, v in row["options"].items())
+        print(f"{row['name']:<{width}}  {'/'.join(row['devices']):<7}  {row['description']}  [{options}]")
+    _write_json(args.json, {"backends": rows})
+    return 0
+
+
+# -- output ---------------------------------------------------------------------------------
+def _summary(report: dict) -> str:
+    gate_time = report["gate_time_s"]
+    amp = report["amplitude_0"]
+    lines = [
+        f"qubits          {report['qubits']}",
+        f"gates           {report['gates']}",
+        f"backend         {report['backend']}",
+        f"device          {report['device']}",
+        f"total time      {report['total_time_s']:.4f} s",
+        f"per gate        mean {gate_time['mean'] * 1e3:.3f} ms, median {gate_time['median'] * 1e3:.3f} ms",
+        f"throughput      {report['effective_tflops']:.3f} TFLOP/s (8 * 2^N * 2^d per gate)",
+        f"peak memory     {report['peak_memory_bytes'] / (1 << 30):.3f} GiB ({report['memory_measure']})",
+        f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
+        f"norm            {report['norm']:.16f}",
+    ]
+    splits = [g["splits"] for g in report["per_gate"] if g.get("splits") is not None]
+    if splits:
+        lines.append(f"INT8 splits     min {min(splits)}, max {max(splits)}, mean {sum(splits) / len(splits):.2f}")
+    fallbacks = sum(1 for g in report["per_gate"] if g.get("fallback"))
+    if fallbacks:
+        lines.append(f"fallbacks       {fallbacks} gates used native ZGEMM (no s <= 18 met rho)")
+    if "accuracy" in report:
+        for key, value in report["accuracy"].items():
+            lines.append(f"{key:<15} {value:.3e}" if isinstance(value, float) else f"{key:<15} {value}")
+    if "counts" in report:
+        top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
+        lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))
+    return "\n".join(lines)
+
+
+def _write_json(path, payload) -> None:
+    if not path:
+        return
+    text = json.dumps(payload, indent=2, default=_json_default)
+    if path == "-":
+        print(text)
+        return
+    with open(path, "w") as handle:
+        handle.write(text + "\n")
+
+
+def _json_default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, complex):
+        return {"re": value.real, "im": value.imag}
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

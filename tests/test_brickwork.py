@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from circuits import CircuitError, brickwork
+from circuits.brickwork import brickwork_layer_targets
+
+
+@pytest.mark.parametrize("n, d", [(10, 3), (12, 5), (7, 2), (9, 4), (6, 6), (5, 1)])
+def test_layers_follow_offsets_and_open_boundary(n, d):
+    depth = 4
+    circuit = brickwork(n, d, depth, seed=3)
+    expected = []
+    for layer in range(depth):
+        offset = 0 if layer % 2 == 0 else d // 2
+        starts = range(offset, n - d + 1, d)
+        expected += [tuple(range(s, s + d)) for s in starts]
+    assert [g.targets for g in circuit.gates] == expected
+    assert len(circuit) == sum(len(brickwork_layer_targets(n, d, layer)) for layer in range(depth))
+
+
+def test_gate_counts_and_idle_qubits():
+    # N = 10, d = 3: even layers cover 0..8 (qubit 9 idle), odd layers start at 1 and cover 1..9 (qubit 0 idle).
+    even = brickwork_layer_targets(10, 3, 0)
+    odd = brickwork_layer_targets(10, 3, 1)
+    assert even == [(0, 1, 2), (3, 4, 5), (6, 7, 8)]
+    assert odd == [(1, 2, 3), (4, 5, 6), (7, 8, 9)]
+    # N = 12, d = 5: odd offset 2, only one gate fits (2..6, 7..11).
+    assert brickwork_layer_targets(12, 5, 1) == [(2, 3, 4, 5, 6), (7, 8, 9, 10, 11)]
+    assert brickwork_layer_targets(11, 5, 1) == [(2, 3, 4, 5, 6)]
+
+
+def test_same_seed_same_circuit_other_seed_differs():
+    a, b, c = brickwork(8, 3, 3, seed=7), brickwork(8, 3, 3, seed=7), brickwork(8, 3, 3, seed=8)
+    assert all(np.array_equal(x.matrix, y.matrix) for x, y in zip(a.gates, b.gates))
+    assert not np.allclose(a.gates[0].matrix, c.gates[0].matrix)
+
+
+def test_gates_are_unitary_and_independent():
+    circuit = brickwork(10, 4, 2, seed=0)
+    for gate in circuit.gates:
+        u = gate.matrix
+        assert np.abs(u.conj().T @ u - np.eye(16)).max() < 1e-13
+    assert not np.allclose(circuit.gates[0].matrix, circuit.gates[1].matrix)
+
+
+def test_haar_statistics_are_plausible():
+    # For Haar U of dimension n, E|U_00|^2 = 1/n and E|U_00|^4 = 2/(n(n+1)).
+    circuit = brickwork(2, 2, 2000, seed=11)
+    u00 = np.array([abs(g.matrix[0, 0]) ** 2 for g in circuit.gates])
+    assert abs(u00.mean() - 0.25) < 0.02
+    assert abs((u00**2).mean() - 2 / 20) < 0.01
+    # The phase fix makes the distribution invariant: no bias of the diagonal phases toward the real axis.
+    phases = np.array([np.angle(g.matrix[1, 1]) for g in circuit.gates])
+    assert abs(np.cos(phases).mean()) < 0.06
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [((4, 5, 1), "exceeds"), ((4, 2, 0), "depth"), ((0, 1, 1), "qubits"), ((4, 0, 1), "gate-size")],
+)
+def test_bad_arguments(args, message):
+    with pytest.raises(CircuitError, match=message):
+        brickwork(*args)

@@ -1,0 +1,103 @@
+"""The command line end to end, in a subprocess as a user runs it."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from circuits import brickwork
+from qsim import Simulator
+
+
+def qsim(*args):
+    return subprocess.run([sys.executable, "-m", "qsim.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_run_prints_summary_and_writes_json(tmp_path):
+    path = tmp_path / "out.json"
+    proc = qsim("run", "--qubits", "10", "--gate-size", "3", "--depth", "3", "--seed", "4",
+                "--device", "cpu", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    for label in ("qubits", "gates", "backend", "device", "total time", "per gate", "TFLOP/s", "peak memory",
+                  "<0...0|psi>", "norm"):
+        assert label in proc.stdout
+    report = json.loads(path.read_text())
+    assert report["qubits"] == 10 and report["backend"] == "cublas" and report["device"] == "cpu"
+    assert report["circuit"]["brickwork"] == {"qubits": 10, "gate_size": 3, "depth": 3, "seed": 4}
+    expected = Simulator(device="cpu", progress=False).run(brickwork(10, 3, 3, seed=4)).amplitude(0)
+    assert complex(report["amplitude_0"]["re"], report["amplitude_0"]["im"]) == pytest.approx(expected, abs=1e-15)
+    assert report["gates"] == len(report["per_gate"]) == 3 * 2 + 3
+    assert abs(report["norm"] - 1) < 1e-12
+
+
+def test_json_to_stdout_parses():
+    proc = qsim("run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--json", "-")
+    assert proc.returncode == 0
+    payload = proc.stdout[proc.stdout.index("{"):]
+    assert json.loads(payload)["qubits"] == 6
+
+
+def test_backends_lists_cublas():
+    proc = qsim("backends", "--json", "-")
+    assert proc.returncode == 0
+    assert "cublas" in proc.stdout and "cpu" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--qubits", "4", "--gate-size", "5", "--device", "cpu"], "exceeds --qubits"),
+        (["run", "--qubits", "4", "--gate-size", "2", "--depth", "0", "--device", "cpu"], "depth"),
+        (["run", "--qubits", "8", "--backend", "bogus", "--device", "cpu"], "unknown backend"),
+        (["run", "--qubits", "8", "--backend", "int8-99", "--device", "cpu"], "splits must be in"),
+        (["run", "--qubits", "44", "--gate-size", "2", "--depth", "1", "--device", "cpu"], "44 qubits need"),
+        (["run", "--qubits", "8", "--rho", "1", "--device", "cpu"], "takes no option rho"),
+        (["run", "--device", "cpu"], "--qubits"),
+    ],
+)
+def test_bad_input_gives_one_line_error(args, message):
+    proc = qsim(*args)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_device_is_rejected_by_the_parser():
+    proc = qsim("run", "--qubits", "4", "--device", "tpu")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gpu_device_without_gpu_is_a_clear_error():
+    from gemm_backend.arrays import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    proc = qsim("run", "--qubits", "4", "--gate-size", "2", "--device", "gpu")
+    assert proc.returncode == 2 and "no CUDA GPU" in proc.stderr
+
+
+@pytest.mark.gpu
+def test_thirty_qubit_cublas_run_on_gpu(tmp_path):
+    path = tmp_path / "gpu.json"
+    proc = qsim("run", "--qubits", "30", "--gate-size", "5", "--depth", "4", "--backend", "cublas",
+                "--device", "gpu", "--no-progress", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(path.read_text())
+    assert report["qubits"] == 30 and report["gates"] == 6 + 5 + 6 + 5
+    assert abs(report["norm"] - 1) < 1e-10
+    print(proc.stdout)
+
+
+def test_state_equals_numpy_reference_for_every_small_gate_size():
+    # ties the CLI's simulator path to an independent einsum-based computation
+    circuit = brickwork(7, 2, 2, seed=9)
+    state = np.zeros(2**7, complex)
+    state[0] = 1
+    for gate in circuit.gates:
+        t0 = gate.targets[0]
+        tensor = state.reshape(2 ** (7 - t0 - 2), 4, 2**t0)
+        state = np.einsum("ij,ljr->lir", gate.matrix, tensor).reshape(-1)
+    result = Simulator(device="cpu", progress=False).run(circuit)
+    assert np.abs(result.state - state).max() < 1e-13

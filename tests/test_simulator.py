@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+from circuits import Circuit, CircuitError, Gate, brickwork
+from gemm_backend import BackendError
+from qsim import SimulationError, Simulator
+
+from .dense import dense_state
+
+
+def test_brickwork_run_matches_dense_and_reports():
+    circuit = brickwork(8, 3, 4, seed=5)
+    result = Simulator(device="cpu", progress=False).run(circuit)
+    expected = dense_state(circuit)
+    assert np.abs(result.state_vector() - expected).max() < 1e-12
+    assert result.amplitude(0) == pytest.approx(expected[0], abs=1e-13)
+    assert abs(result.norm() - 1) < 1e-13
+    probs = result.probabilities(["00000000", "00000011", 5])
+    assert probs == pytest.approx(np.abs(expected[[0, 3, 5]]) ** 2, abs=1e-14)
+    report = result.to_dict()
+    assert report["gates"] == len(circuit) == len(report["per_gate"])
+    assert report["per_gate"][0]["targets"] == [0, 1, 2]
+    assert report["peak_memory_bytes"] > 0 and report["total_time_s"] > 0
+    assert report["effective_tflops"] == pytest.approx(
+        sum(8 * 2**8 * 2**3 for _ in circuit.gates) / result.total_time_s / 1e12)
+
+
+def test_initial_state_is_used_and_checked(rng):
+    psi = rng.standard_normal(16) + 1j * rng.standard_normal(16)
+    psi /= np.linalg.norm(psi)
+    circuit = brickwork(4, 2, 2, seed=1)
+    result = Simulator(device="cpu", progress=False).run(circuit, initial_state=psi)
+    assert np.abs(result.state - dense_state(circuit, psi)).max() < 1e-12
+    with pytest.raises(SimulationError, match="16"):
+        Simulator(device="cpu").run(circuit, initial_state=psi[:8])
+    with pytest.raises(SimulationError, match="unit norm"):
+        Simulator(device="cpu").run(circuit, initial_state=2 * psi)
+
+
+def test_state_too_large_is_refused_before_allocating():
+    circuit = Circuit(44, [Gate((0,), np.eye(2))])
+    with pytest.raises(SimulationError, match="44 qubits need .* GiB"):
+        Simulator(device="cpu").run(circuit)
+
+
+def test_bad_device_backend_and_input():
+    with pytest.raises(SimulationError, match="unknown device"):
+        Simulator(device="tpu")
+    with pytest.raises(BackendError, match="unknown backend"):
+        Simulator(backend="nope", device="cpu")
+    with pytest.raises(BackendError, match="takes no option"):
+        Simulator(backend="cublas", device="cpu", rho=1.0)
+    with pytest.raises(CircuitError, match="circuits.Circuit"):
+        Simulator(device="cpu").run("not a circuit")
+    result = Simulator(device="cpu", progress=False).run(brickwork(3, 1, 1))
+    with pytest.raises(SimulationError, match="bitstring"):
+        result.probabilities(["01"])
+    with pytest.raises(SimulationError, match="outside"):
+        result.amplitude(8)
+
+
+def test_runs_are_reproducible():
+    circuit = brickwork(10, 4, 3, seed=2)
+    a = Simulator(device="cpu", progress=False).run(circuit).state
+    b = Simulator(device="cpu", progress=False).run(brickwork(10, 4, 3, seed=2)).state
+    assert np.array_equal(a, b)
+
+
+def test_in_place_chunked_path_matches_out_of_place():
+    circuit = brickwork(10, 5, 3, seed=4)
+    tiny = 16 * 32 * 8  # forces many chunks
+    a = Simulator(device="cpu", progress=False, out_of_place=False, workspace_bytes=tiny).run(circuit).state
+    b = Simulator(device="cpu", progress=False, out_of_place=True).run(circuit).state
+    assert np.abs(a - b).max() < 1e-13

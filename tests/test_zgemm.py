@@ -1,0 +1,79 @@
+"""The native backend and the GPU small-gate kernel."""
+import numpy as np
+import pytest
+
+import gemm_backend
+from circuits import brickwork
+from gemm_backend import BackendError
+from qsim import Simulator
+
+
+def crandn(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def test_matmul_matches_numpy(rng):
+    a, b = crandn(rng, 37, 19), crandn(rng, 19, 11)
+    backend = gemm_backend.get("cublas")
+    assert np.array_equal(backend.matmul(a, b), a @ b)
+    assert backend.statistics()["flops"] == 8 * 37 * 19 * 11
+
+
+@pytest.mark.parametrize("shape", [(8, 4, 1), (1, 4, 16), (3, 8, 5), (5, 2, 7)])
+def test_apply_batched_in_and_out_of_place(shape, rng):
+    backend = gemm_backend.get("zgemm", workspace_bytes=256)
+    u, x = crandn(rng, shape[1], shape[1]), crandn(rng, *shape)
+    expected = np.einsum("ij,ljr->lir", u, x)
+    out = np.empty_like(x)
+    backend.apply_batched(u, x, out)
+    assert np.abs(out - expected).max() < 1e-12
+    backend.apply_batched(u, x, x)
+    assert np.abs(x - expected).max() < 1e-12
+
+
+def test_bad_options():
+    with pytest.raises(BackendError, match="small_gate_max_qubits"):
+        gemm_backend.get("cublas", small_gate_max_qubits=9)
+    with pytest.raises(BackendError, match="workspace_bytes"):
+        gemm_backend.get("cublas", workspace_bytes=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [2, 4, 8, 16, 32])
+@pytest.mark.parametrize("n_left, n_right", [(4096, 1), (512, 8), (64, 64), (2, 4096), (1, 32)])
+def test_small_gate_kernel_matches_cpu(k, n_left, n_right, rng):
+    import cupy as cp
+
+    from gemm_backend.small_gate import apply_small_gate
+
+    u, x = crandn(rng, k, k), crandn(rng, n_left, k, n_right)
+    expected = np.einsum("ij,ljr->lir", u, x)
+    x_gpu = cp.asarray(x)
+    out = cp.full_like(x_gpu, np.nan)
+    apply_small_gate(cp.asarray(u), x_gpu, out)
+    assert np.abs(out.get() - expected).max() < 1e-12
+    apply_small_gate(cp.asarray(u), x_gpu, x_gpu)  # in place
+    assert np.abs(x_gpu.get() - expected).max() < 1e-12
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gate_size", [1, 2, 3, 5, 6, 7])
+def test_gpu_state_equals_cpu_state_n20(gate_size):
+    circuit = brickwork(20, gate_size, 3, seed=gate_size)
+    cpu = Simulator(device="cpu", progress=False).run(circuit).state
+    gpu = Simulator(device="gpu", progress=False).run(circuit)
+    assert np.abs(gpu.state_vector() - cpu).max() < 1e-12
+    assert "gpu" in gpu.device
+
+
+@pytest.mark.gpu
+def test_gpu_non_contiguous_and_in_place_paths_match_cpu(rng):
+    from circuits import Circuit, Gate, haar_unitary
+
+    gates = [Gate((0, 9, 4), haar_unitary(8, rng)), Gate((17, 3), haar_unitary(4, rng)),
+             Gate((12, 11, 13, 10, 14, 15), haar_unitary(64, rng))]
+    circuit = Circuit(18, gates)
+    cpu = Simulator(device="cpu", progress=False).run(circuit).state
+    for out_of_place in (True, False):
+        gpu = Simulator(device="gpu", progress=False, out_of_place=out_of_place, workspace_bytes=1 << 20).run(circuit)
+        assert np.abs(gpu.state_vector() - cpu).max() < 1e-12
