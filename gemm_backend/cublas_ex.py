@@ -57,3 +57,44 @@ def gemm_tn(a, b_rows, out=None):
     cublas.gemmEx(handle, 1, 0, n, m, k, one.ctypes.data, b_rows.data.ptr, in_type, k,
                   a.data.ptr, in_type, k, zero.ctypes.data, out.data.ptr, out_type, n, compute, _GEMM_DEFAULT)
     return out
+
+
+def gemm_tn_blocks(a, b_rows, block: int, n_blocks: int, out=None):
+    """Products of consecutive column blocks, each a separate output, as one strided-batched GemmEx.
+
+    out[p] (m, n) = a[:, p*block:(p+1)*block] @ b_rows[:, p*block:(p+1)*block]^T for p < n_blocks.
+    a (m, lda), b_rows (n, ldb): C-contiguous cupy arrays, both float16 (FP32 accumulation) or
+    both int8 (int32 out), with n_blocks * block <= lda and <= ldb. The leading dimensions are
+    the row widths and the batch stride is `block` elements, so no operand is copied or padded.
+    The fast tensor-core kernels want block, lda and ldb in multiples of 8 for float16; int8
+    requires multiples of 16.
+    out: C-contiguous (n_blocks, m, n) float32 / int32, allocated if None.
+    """
+    cp = cupy_module()
+    from cupy_backends.cuda.libs import cublas
+
+    out_dtype = np.dtype(np.int32) if a.dtype == np.int8 else np.dtype(np.float32)
+    kind = _KINDS.get((np.dtype(a.dtype), out_dtype))
+    if kind is None or a.dtype != b_rows.dtype:
+        raise BackendError(f"gemm_tn_blocks supports int8 or float16 operands, got {a.dtype} and {b_rows.dtype}")
+    in_type, out_type, compute, scalar = kind
+    (m, lda), (n, ldb) = a.shape, b_rows.shape
+    if block < 1 or n_blocks < 1 or n_blocks * block > min(lda, ldb):
+        raise BackendError(f"gemm_tn_blocks: {n_blocks} blocks of {block} do not fit rows of {lda} and {ldb}")
+    if not (a.flags.c_contiguous and b_rows.flags.c_contiguous):
+        raise BackendError("gemm_tn_blocks: operands must be C-contiguous")
+    if a.dtype == np.int8 and (block % K_ALIGNMENT or lda % K_ALIGNMENT or ldb % K_ALIGNMENT):
+        raise BackendError(f"gemm_tn_blocks: int8 needs block and row widths in multiples of {K_ALIGNMENT}")
+    shape = (n_blocks, m, n)
+    if out is None:
+        out = cp.empty(shape, dtype=out_dtype)
+    elif out.dtype != out_dtype or out.shape != shape or not out.flags.c_contiguous:
+        raise BackendError(f"gemm_tn_blocks: out must be C-contiguous {out_dtype} of shape {shape}")
+    if m == 0 or n == 0:
+        return out
+    one, zero = np.array(1, scalar), np.array(0, scalar)
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.gemmStridedBatchedEx(handle, 1, 0, n, m, block, one.ctypes.data,
+                                b_rows.data.ptr, in_type, ldb, block, a.data.ptr, in_type, lda, block,
+                                zero.ctypes.data, out.data.ptr, out_type, n, m * n, n_blocks, compute, _GEMM_DEFAULT)
+    return out

@@ -10,13 +10,24 @@ from .arrays import cupy_module
 from .errors import BackendError
 
 SUPPORTED_DIMS = (2, 4, 8, 16, 32)
-STAGED_TILE = 64  # columns per staged tile; (K + 1) * 64 * 16 bytes of shared memory at K = 32
+
+def staged_tile(k: int) -> int:
+    """Columns per staged tile (one thread each): shared memory holds U (16 K^2 bytes) plus the tile
+    (16 (K+1) TILE bytes), within the 48 KB a block gets without opting in."""
+    return 128 if k <= 8 else 64 if k <= 16 else 32
+
 THREADS = 128
 _SOURCE = Path(__file__).with_name("kernels") / "small_gate.cu"
 
 
+def kernel_is_faster(k: int, n_right: int) -> bool:
+    """Whether this kernel beats cuBLAS for inner size k and stride R (H200, bench_gates.py):
+    at K = 32 with R < 32 the staged tile is too small (4.9x the memory floor vs 1.8x)."""
+    return k in SUPPORTED_DIMS and (k <= 16 or n_right >= 32)
+
+
 def _kernel_names(k: int) -> tuple:
-    return f"apply_small_gate_direct<{k}>", f"apply_small_gate_staged<{k}, {STAGED_TILE}>"
+    return f"apply_small_gate_direct<{k}>", f"apply_small_gate_staged<{k}, {staged_tile(k)}>"
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,9 +55,10 @@ def apply_small_gate(u, x, out) -> None:
     direct, staged = (_module().get_function(name) for name in _kernel_names(k))
     device = cp.cuda.Device()
     max_blocks = device.attributes["MultiProcessorCount"] * 16
-    if n_right < 32 and n_columns % STAGED_TILE == 0:
-        blocks = min(max_blocks, n_columns // STAGED_TILE)
-        staged((blocks,), (min(THREADS, STAGED_TILE),), (x, out, u, cp.int64(n_columns), cp.int32(log2_right)))
+    tile = staged_tile(k)
+    if n_right < 32 and n_right <= tile and n_columns % tile == 0:
+        blocks = min(max_blocks, n_columns // tile)
+        staged((blocks,), (tile,), (x, out, u, cp.int64(n_columns), cp.int32(log2_right)))
     else:
         blocks = min(max_blocks, -(-n_columns // THREADS))
         direct((blocks,), (THREADS,), (x, out, u, cp.int64(n_columns), cp.int32(log2_right)))

@@ -2,7 +2,7 @@
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
-from .small_gate import SUPPORTED_DIMS, apply_small_gate
+from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
 
 
 class ZgemmBackend(GemmBackend):
@@ -35,17 +35,18 @@ class ZgemmBackend(GemmBackend):
         self.last_call_info = {}
         return xp.matmul(a, b)
 
-    def _uses_small_gate_kernel(self, k: int, on_gpu: bool) -> bool:
-        return on_gpu and k <= self.small_gate_max_dim
+    def _uses_small_gate_kernel(self, k: int, n_right: int, on_gpu: bool) -> bool:
+        return on_gpu and k <= self.small_gate_max_dim and kernel_is_faster(k, n_right)
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
-        return self._uses_small_gate_kernel(k, on_gpu)
+        # K = 32 goes to cuBLAS at small R, which wants a second buffer
+        return on_gpu and k <= min(self.small_gate_max_dim, 16)
 
     def apply_batched(self, u, x, out):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        if self._uses_small_gate_kernel(k, on_gpu):
+        if self._uses_small_gate_kernel(k, n_right, on_gpu):
             apply_small_gate(u, x, out)
             self.last_call_info = {"kernel": "small_gate"}
             return

@@ -5,21 +5,36 @@
 // disjoint, so out may alias x: the gate is applied in place without a second state buffer.
 // U is row-major (K, K). R is a power of two, passed as log2_right.
 
+// Writes U @ v to column storage dst[i * stride]. v holds the whole input column in registers,
+// so dst may be the column v was read from; no second K-array is kept (it would spill at K = 32).
 template <int K>
-__device__ __forceinline__ void multiply_column(const double2 *u, const double2 (&v)[K], double2 (&w)[K])
+__device__ __forceinline__ void multiply_column(const double2 *u, const double2 (&v)[K], double2 *dst,
+                                                long long stride)
 {
+    // Two rows at a time give four independent FMA chains; unrolling all rows lets the compiler
+    // hoist all of U into registers and spill (measured: 16 KB of stack at K = 32).
+    constexpr int ROWS = K >= 2 ? 2 : 1;
+#pragma unroll 1
+    for (int i = 0; i < K; i += ROWS) {
+        double re[ROWS], im[ROWS];
 #pragma unroll
-    for (int i = 0; i < K; ++i) {
-        double re = 0.0, im = 0.0;
+        for (int j = 0; j < ROWS; ++j) {
+            re[j] = 0.0;
+            im[j] = 0.0;
+        }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            const double2 a = u[i * K + k];
-            re = fma(a.x, v[k].x, re);
-            re = fma(-a.y, v[k].y, re);
-            im = fma(a.x, v[k].y, im);
-            im = fma(a.y, v[k].x, im);
+#pragma unroll
+            for (int j = 0; j < ROWS; ++j) {
+                const double2 a = u[(i + j) * K + k];
+                re[j] = fma(a.x, v[k].x, re[j]);
+                re[j] = fma(-a.y, v[k].y, re[j]);
+                im[j] = fma(a.x, v[k].y, im[j]);
+                im[j] = fma(a.y, v[k].x, im[j]);
+            }
         }
-        w[i] = make_double2(re, im);
+#pragma unroll
+        for (int j = 0; j < ROWS; ++j) dst[(i + j) * stride] = make_double2(re[j], im[j]);
     }
 }
 
@@ -37,12 +52,10 @@ __global__ void apply_small_gate_direct(const double2 *x, double2 *out, const do
     for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < n_columns; c += stride) {
         const long long l = c >> log2_right;
         const long long base = l * K * right + (c & (right - 1));
-        double2 v[K], w[K];
+        double2 v[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) v[k] = x[base + k * right];
-        multiply_column<K>(u_shared, v, w);
-#pragma unroll
-        for (int k = 0; k < K; ++k) out[base + k * right] = w[k];
+        multiply_column<K>(u_shared, v, out + base, right);
     }
 }
 
@@ -57,26 +70,25 @@ __global__ void apply_small_gate_staged(const double2 *x, double2 *out, const do
     __shared__ double2 tile[TILE * (K + 1)];
     for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
     const int right = 1 << log2_right;
+    const int log2_group = log2_right + __ffs(K) - 1;  // elements per group l: K * R
     const long long n_tiles = n_columns / TILE;
     for (long long t = blockIdx.x; t < n_tiles; t += gridDim.x) {
         const long long span_start = t * TILE * K;
         __syncthreads();
         for (int e = threadIdx.x; e < TILE * K; e += blockDim.x) {
-            const int group = e / (K * right), k = (e / right) % K, r = e % right;
+            const int group = e >> log2_group, k = (e >> log2_right) & (K - 1), r = e & (right - 1);
             tile[(group * right + r) * (K + 1) + k] = x[span_start + e];
         }
         __syncthreads();
         for (int col = threadIdx.x; col < TILE; col += blockDim.x) {
-            double2 v[K], w[K];
+            double2 v[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) v[k] = tile[col * (K + 1) + k];
-            multiply_column<K>(u_shared, v, w);
-#pragma unroll
-            for (int k = 0; k < K; ++k) tile[col * (K + 1) + k] = w[k];
+            multiply_column<K>(u_shared, v, tile + col * (K + 1), 1);
         }
         __syncthreads();
         for (int e = threadIdx.x; e < TILE * K; e += blockDim.x) {
-            const int group = e / (K * right), k = (e / right) % K, r = e % right;
+            const int group = e >> log2_group, k = (e >> log2_right) & (K - 1), r = e & (right - 1);
             out[span_start + e] = tile[(group * right + r) * (K + 1) + k];
         }
     }

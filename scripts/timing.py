@@ -1,0 +1,48 @@
+"""Timing helpers shared by the benchmark scripts: CUDA events on the GPU, perf_counter on the CPU."""
+import time
+
+import numpy as np
+
+from gemm_backend.arrays import cupy_module
+
+
+def median_time(fn, on_gpu: bool, repeats: int = 7, warmup: int = 2) -> float:
+    """Median seconds of fn() over `repeats` runs after `warmup` untimed runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    if on_gpu:
+        cp = cupy_module()
+        cp.cuda.Device().synchronize()
+        for _ in range(repeats):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def copy_bandwidth(on_gpu: bool, nbytes: int = 1 << 31) -> float:
+    """Measured device copy bandwidth in bytes/s, counting bytes read plus bytes written."""
+    xp = cupy_module() if on_gpu else np
+    src = xp.ones(nbytes // 8, dtype=xp.float64)
+    dst = xp.empty_like(src)
+    seconds = median_time(lambda: xp.copyto(dst, src), on_gpu)
+    return 2 * src.nbytes / seconds
+
+
+def print_table(rows: list, columns: list) -> None:
+    """Aligned text table; columns are (key, header, format)."""
+    cells = [[fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns] for row in rows]
+    headers = [header for _, header, _ in columns]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    print("  ".join(h.rjust(w) for h, w in zip(headers, widths)))
+    for c in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(c, widths)))
