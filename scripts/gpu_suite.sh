@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Everything the GPU must show, in one device call: the gpu-marked tests, then the benchmarks.
+# Usage on the GPU machine, from the repository root:  bash scripts/gpu_suite.sh OUTDIR [tests|bench|all]
+# Wheels for qiskit (not installed there) are taken from .whl/ when present.
+set -uo pipefail
+out=${1:-out}; what=${2:-all}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/device.txt"
+git log -1 --format=%H 2>/dev/null | tee -a "$out/device.txt"
+if [[ $what == tests || $what == all ]]; then
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
+fi
+if [[ $what == bench || $what == all ]]; then
+  python3 scripts/bench_gates.py --qubits 28 30 --device gpu --compare-cublas-only --json "$out/bench_gates.json" \
+    2>&1 | tee "$out/bench_gates.log"
+fi
