@@ -46,7 +46,7 @@ class GemmBackend:
         return 16 * (k + n)
 
     # -- shared behaviour ---------------------------------------------------------------
-    def works_in_place(self, k: int) -> bool:
+    def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         """True when apply_batched with out=x costs no more than out-of-place for inner size k."""
         return False
 

@@ -49,6 +49,12 @@ class Result:
         """The state as a numpy array (copied from the GPU when needed)."""
         return to_host(self.state)
 
+    def to_qiskit(self):
+        """The state as a qiskit.quantum_info.Statevector (copied to the host; qubit orders agree)."""
+        from qiskit.quantum_info import Statevector
+
+        return Statevector(self.state_vector())
+
     def amplitude(self, index: int) -> complex:
         """<index|psi> for a basis-state index (bit q = qubit q)."""
         index = int(index)

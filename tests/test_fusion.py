@@ -1,0 +1,132 @@
+"""fuse: fused circuits equal the originals (checked with dense Kronecker-product operators, not
+the engine), blocks respect max_qubits and gate order, and QFT circuits shrink."""
+import time
+
+import numpy as np
+import pytest
+from qiskit import QuantumCircuit
+from qiskit.circuit.library import QFTGate
+
+from circuits import Circuit, CircuitError, Gate, haar_unitary
+from circuits.fusion import apply_to_rows, fuse
+from circuits.qiskit_import import from_qiskit
+from qsim import Simulator
+
+from .dense import dense_operator, dense_state
+
+
+def haar_gate(targets, rng, name="u"):
+    return Gate(tuple(targets), haar_unitary(1 << len(targets), rng), name=name)
+
+
+def random_gate_circuit(n_qubits, n_gates, max_width, seed):
+    """Haar-random gates on random, unsorted, often overlapping qubit sets."""
+    rng = np.random.default_rng(seed)
+    gates = []
+    for _ in range(n_gates):
+        width = int(rng.integers(1, max_width + 1))
+        gates.append(haar_gate(rng.choice(n_qubits, size=width, replace=False), rng))
+    return Circuit(n_qubits, gates, measured=(2, 0))
+
+
+def qft_circuit(n):
+    qc = QuantumCircuit(n)
+    qc.append(QFTGate(n), range(n))
+    return from_qiskit(qc)
+
+
+@pytest.mark.parametrize("max_qubits", [1, 2, 3, 4, 5, 7])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fused_state_equals_unfused(max_qubits, seed):
+    circuit = random_gate_circuit(7, 40, 3, seed)
+    fused = fuse(circuit, max_qubits)
+    assert fused.n_qubits == circuit.n_qubits and fused.measured == circuit.measured
+    assert np.abs(dense_state(fused) - dense_state(circuit)).max() < 1e-12
+    for gate in fused.gates:
+        assert gate.n_targets <= max(max_qubits, 3)
+        assert any(gate is g for g in circuit.gates) or list(gate.targets) == sorted(gate.targets)
+    if max_qubits >= 3:
+        assert len(fused) < len(circuit)
+
+
+def test_block_matrix_is_the_exact_product_in_sorted_target_order(rng):
+    first, second, third = haar_gate((2, 0), rng), haar_gate((1,), rng), haar_gate((1, 2), rng)
+    fused = fuse(Circuit(3, [first, second, third]), 3)
+    assert len(fused) == 1 and fused.gates[0].targets == (0, 1, 2)
+    expected = dense_operator(3, (1, 2), third.matrix) @ dense_operator(3, (1,), second.matrix) @ dense_operator(
+        3, (2, 0), first.matrix)
+    assert np.abs(fused.gates[0].matrix - expected).max() < 1e-14
+
+
+def test_gate_does_not_join_a_block_past_a_newer_gate_on_its_qubits(rng):
+    a, b, c = haar_gate((0, 1), rng), haar_gate((1, 2), rng), haar_gate((0, 1), rng)
+    fused = fuse(Circuit(3, [a, b, c]), 2)
+    # c cannot go back into a's block: b acts on qubit 1 in between.
+    assert [g.targets for g in fused.gates] == [(0, 1), (1, 2), (0, 1)]
+    assert np.abs(dense_state(fused) - dense_state(Circuit(3, [a, b, c]))).max() < 1e-14
+
+
+def test_disjoint_gates_share_a_block_and_order_is_kept(rng):
+    gates = [haar_gate((q,), rng) for q in range(5)] + [haar_gate((4, 0), rng), haar_gate((2,), rng)]
+    circuit = Circuit(6, gates)
+    fused = fuse(circuit, 5)
+    assert [g.targets for g in fused.gates] == [(0, 1, 2, 3, 4)]
+    assert np.abs(dense_state(fused) - dense_state(circuit)).max() < 1e-13
+
+
+def test_one_qubit_blocks_merge_runs_on_the_same_qubit(rng):
+    gates = [haar_gate((0,), rng), haar_gate((0,), rng), haar_gate((0, 1), rng), haar_gate((0,), rng),
+             haar_gate((1,), rng), haar_gate((1,), rng)]
+    circuit = Circuit(2, gates)
+    fused = fuse(circuit, 1)
+    assert [g.targets for g in fused.gates] == [(0,), (0, 1), (0,), (1,)]
+    assert fused.gates[1] is gates[2]
+    assert np.abs(dense_state(fused) - dense_state(circuit)).max() < 1e-14
+
+
+def test_gates_wider_than_the_limit_pass_through(rng):
+    wide = haar_gate((0, 1, 2), rng)
+    circuit = Circuit(3, [haar_gate((0,), rng), wide, haar_gate((2,), rng)])
+    fused = fuse(circuit, 2)
+    assert fused.gates[1] is wide and len(fused) == 3
+
+
+def test_qft10_gate_count_at_least_halves():
+    circuit = qft_circuit(10)
+    fused = fuse(circuit)
+    assert len(circuit) == 60
+    assert len(fused) <= len(circuit) // 2
+    assert fused.max_gate_size() <= 5
+    rng = np.random.default_rng(4)
+    psi = rng.standard_normal(1024) + 1j * rng.standard_normal(1024)
+    psi /= np.linalg.norm(psi)
+    simulator = Simulator(backend="cublas", device="cpu", progress=False)
+    states = [simulator.run(c, initial_state=psi).state for c in (circuit, fused)]
+    assert np.abs(states[0] - states[1]).max() < 1e-13
+
+
+def test_qft28_fuses_quickly():
+    start = time.perf_counter()
+    circuit = qft_circuit(28)
+    fused = fuse(circuit, 5)
+    elapsed = time.perf_counter() - start
+    assert len(circuit) == 28 + 28 * 27 // 2 + 14
+    assert len(fused) <= len(circuit) // 3 and fused.max_gate_size() <= 5
+    assert elapsed < 5.0
+
+
+def test_apply_to_rows_matches_dense_embedding(rng):
+    u = haar_unitary(4, rng)
+    matrix = rng.standard_normal((16, 16)) + 1j * rng.standard_normal((16, 16))
+    assert np.abs(apply_to_rows(matrix, [3, 1], u) - dense_operator(4, (3, 1), u) @ matrix).max() < 1e-13
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, True, "5"])
+def test_bad_max_qubits_is_rejected(bad):
+    with pytest.raises(CircuitError, match="max_qubits must be an integer >= 1"):
+        fuse(Circuit(2, []), bad)
+
+
+def test_non_circuit_is_rejected():
+    with pytest.raises(CircuitError, match="circuits.Circuit"):
+        fuse([], 3)

@@ -1,0 +1,209 @@
+"""QsimBackend as a Qiskit BackendV2 and under BackendSamplerV2, and Result.to_qiskit; references
+are qiskit's own Statevector and exact basis-state outcomes."""
+import importlib.util
+
+import numpy as np
+import pytest
+from qiskit import ClassicalRegister, QuantumCircuit, QuantumRegister, transpile
+from qiskit.circuit.library import QFTGate
+from qiskit.circuit.random import random_circuit
+from qiskit.primitives import BackendSamplerV2
+from qiskit.quantum_info import Statevector
+from scipy.stats import chisquare
+
+from circuits import CircuitError
+from circuits.qiskit_import import from_qiskit
+from gemm_backend import BackendError
+from gemm_backend.arrays import gpu_available
+from qsim import SimulationError, Simulator
+from qsim.qiskit import QsimBackend
+
+requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+P_VALUE = 0.001
+
+
+def measured_random_circuit(n_qubits=5, seed=3):
+    qc = random_circuit(n_qubits, 6, max_operands=2, seed=seed)
+    qc.measure_all()
+    return qc
+
+
+def assert_counts_match(counts, qc, shots):
+    """Chi-square test of {bitstring: count} over all qubits against Statevector(qc)."""
+    exact = Statevector(qc.remove_final_measurements(inplace=False)).probabilities_dict()
+    assert set(counts) <= set(exact) and sum(counts.values()) == shots
+    keys = sorted(exact)
+    observed = np.array([counts.get(k, 0) for k in keys])
+    assert chisquare(observed, np.array([exact[k] for k in keys]) * shots).pvalue > P_VALUE
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return QsimBackend(device="cpu")
+
+
+def test_counts_follow_the_statevector(backend):
+    qc = measured_random_circuit()
+    result = backend.run(qc, shots=50_000, seed_simulator=4).result()
+    assert result.success
+    assert_counts_match(result.get_counts(), qc, 50_000)
+
+
+def test_registers_format_counts_and_unmeasured_bits_read_zero(backend):
+    q = QuantumRegister(3, "q")
+    a, b = ClassicalRegister(2, "a"), ClassicalRegister(3, "b")
+    qc = QuantumCircuit(q, a, b)
+    qc.x([0, 2])
+    qc.measure(q[0], b[2])
+    qc.measure(q[1], a[0])
+    qc.measure(q[2], a[1])
+    result = backend.run(qc, shots=10, memory=True, seed_simulator=0).result()
+    # b = (b2 b1 b0) = 100, a = (a1 a0) = 10; registers printed last-first.
+    assert result.get_counts() == {"100 10": 10}
+    assert result.get_memory() == ["100 10"] * 10
+
+
+def test_memory_agrees_with_counts_and_seed_reproduces(backend):
+    qc = measured_random_circuit(seed=8)
+    first = backend.run(qc, shots=3000, memory=True, seed_simulator=12).result()
+    memory = first.get_memory()
+    assert len(memory) == 3000
+    assert {k: memory.count(k) for k in set(memory)} == first.get_counts()
+    again = backend.run(qc, shots=3000, memory=True, seed_simulator=12).result()
+    assert again.get_memory() == memory
+    other = backend.run(qc, shots=3000, memory=True, seed_simulator=13).result()
+    assert other.get_memory() != memory
+
+
+def test_unseeded_runs_report_their_seed(backend):
+    qc = measured_random_circuit(seed=9)
+    first = backend.run(qc, shots=2000, memory=True).result()
+    seed = first.results[0].seed_simulator
+    assert isinstance(seed, int)
+    assert backend.run(qc, shots=2000, memory=True, seed_simulator=seed).result().get_memory() == first.get_memory()
+
+
+def test_statevector_option_and_list_input(backend):
+    plain = QuantumCircuit(4, global_phase=0.2)
+    plain.append(QFTGate(4), range(4))
+    measured = measured_random_circuit(seed=5)
+    result = backend.run([plain, measured], shots=100, statevector=True, seed_simulator=7).result()
+    assert len(result.results) == 2
+    assert np.abs(result.get_statevector(0) - Statevector(plain).data).max() < 1e-13
+    reference = Statevector(measured.remove_final_measurements(inplace=False)).data
+    assert np.abs(result.get_statevector(1) - reference).max() < 1e-13
+    assert [r.seed_simulator for r in result.results] == [7, 8]
+    assert sum(result.get_counts(1).values()) == 100
+
+
+def test_fusion_is_on_by_default_and_can_be_turned_off(backend):
+    qc = QuantumCircuit(8)
+    qc.append(QFTGate(8), range(8))
+    fused = backend.run(qc, statevector=True).result()
+    unfused = backend.run(qc, statevector=True, fusion_max_qubits=0).result()
+    assert fused.results[0].metadata["fused_gates"] < unfused.results[0].metadata["fused_gates"] // 2
+    assert unfused.results[0].metadata["fused_gates"] == unfused.results[0].metadata["gates"]
+    assert np.abs(fused.get_statevector() - unfused.get_statevector()).max() < 1e-13
+
+
+def test_transpiled_circuits_run(backend):
+    qc = measured_random_circuit(seed=6)
+    transpiled = transpile(qc, backend, optimization_level=1, seed_transpiler=1)
+    counts = backend.run(transpiled, shots=20_000, seed_simulator=2).result().get_counts()
+    assert_counts_match(counts, qc, 20_000)
+
+
+def test_backend_sampler_v2(backend):
+    q = QuantumRegister(4, "q")
+    low, high = ClassicalRegister(2, "low"), ClassicalRegister(2, "high")
+    qc = QuantumCircuit(q, low, high)
+    qc.h(0)
+    qc.ry(1.1, 1)
+    qc.cx(1, 2)
+    qc.x(3)
+    qc.measure(q[0], low[0])
+    qc.measure(q[1], low[1])
+    qc.measure(q[2], high[0])
+    qc.measure(q[3], high[1])
+    sampler = BackendSamplerV2(backend=backend, options={"seed_simulator": 3})
+    data = sampler.run([qc], shots=40_000).result()[0].data
+    assert data.high.num_shots == 40_000
+    # high: q3 = 1 always, q2 = q1.
+    p1 = np.sin(0.55) ** 2
+    high_counts = data.high.get_counts()
+    assert set(high_counts) == {"10", "11"}
+    assert chisquare([high_counts["10"], high_counts["11"]], [40_000 * (1 - p1), 40_000 * p1]).pvalue > P_VALUE
+    low_counts = data.low.get_counts()
+    expected = {"00": (1 - p1) / 2, "01": (1 - p1) / 2, "10": p1 / 2, "11": p1 / 2}
+    observed = [low_counts.get(k, 0) for k in sorted(expected)]
+    assert chisquare(observed, [40_000 * expected[k] for k in sorted(expected)]).pvalue > P_VALUE
+    # Per shot, the low register's q1 bit equals the high register's q2 bit.
+    low_bits, high_bits = data.low.array[:, 0], data.high.array[:, 0]
+    assert np.array_equal((low_bits >> 1) & 1, high_bits & 1)
+
+
+def test_bad_runs_give_clear_errors(backend):
+    qc = measured_random_circuit()
+    with pytest.raises(SimulationError, match="takes no option colour"):
+        backend.run(qc, colour="red")
+    with pytest.raises(SimulationError, match="shots must be an integer >= 1"):
+        backend.run(qc, shots=0)
+    with pytest.raises(SimulationError, match="seed_simulator must be an integer"):
+        backend.run(qc, seed_simulator=-3)
+    with pytest.raises(SimulationError, match="not a QuantumCircuit"):
+        backend.run([qc, "h q[0];"])
+    with pytest.raises(SimulationError, match="has no option"):
+        QsimBackend(shot=10)
+    with pytest.raises(BackendError, match="unknown backend"):
+        backend.run(qc, backend="nope")
+    with pytest.raises(BackendError, match="takes no option"):
+        backend.run(qc, backend_options={"bogus": 1})
+    reset = QuantumCircuit(1)
+    reset.reset(0)
+    with pytest.raises(CircuitError, match="'reset' at position 0"):
+        backend.run(reset)
+
+
+def test_target_accepts_standard_gates_and_unitaries_but_not_reset(backend):
+    names = set(backend.target.operation_names)
+    assert {"cx", "ccx", "u", "rzz", "measure", "unitary"} <= names
+    assert "reset" not in names
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gemm_backend.ozaki") is None,
+                    reason="backend 'int8-auto': module gemm_backend.ozaki is not written yet")
+def test_other_gemm_backends_run(backend):
+    qc = QuantumCircuit(6)
+    qc.append(QFTGate(6), range(6))
+    result = backend.run(qc, backend="int8-auto", statevector=True).result()
+    assert np.abs(result.get_statevector() - Statevector(qc).data).max() < 1e-12
+
+
+def test_result_to_qiskit_round_trip():
+    qc = random_circuit(6, 8, max_operands=3, seed=12)
+    result = Simulator(backend="cublas", device="cpu", progress=False).run(from_qiskit(qc))
+    statevector = result.to_qiskit()
+    assert isinstance(statevector, Statevector) and statevector.num_qubits == 6
+    assert np.abs(statevector.data - Statevector(qc).data).max() < 1e-13
+    # Back in as an initial state: evolving it further agrees with Qiskit's evolve.
+    follow = random_circuit(6, 4, max_operands=2, seed=13)
+    again = Simulator(backend="cublas", device="cpu", progress=False).run(from_qiskit(follow),
+                                                                           initial_state=statevector.data)
+    assert np.abs(again.to_qiskit().data - statevector.evolve(follow).data).max() < 1e-13
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("gemm", ["cublas", "int8-auto", "fp16x2"])
+def test_backend_on_gpu(gemm):
+    if gemm != "cublas" and importlib.util.find_spec(
+            {"int8-auto": "gemm_backend.ozaki", "fp16x2": "gemm_backend.multiword"}[gemm]) is None:
+        pytest.skip(f"backend {gemm!r} is not written yet")
+    qc = measured_random_circuit(n_qubits=10, seed=4)
+    result = QsimBackend(device="gpu").run(qc, backend=gemm, shots=50_000, seed_simulator=1,
+                                           statevector=True).result()
+    tolerance = 1e-5 if gemm == "fp16x2" else 1e-12
+    reference = Statevector(qc.remove_final_measurements(inplace=False)).data
+    assert np.abs(result.get_statevector() - reference).max() < tolerance
+    assert_counts_match(result.get_counts(), qc, 50_000)
+    assert result.results[0].metadata["device"].startswith("gpu")
