@@ -101,3 +101,38 @@ def test_state_equals_numpy_reference_for_every_small_gate_size():
         state = np.einsum("ij,ljr->lir", gate.matrix, tensor).reshape(-1)
     result = Simulator(device="cpu", progress=False).run(circuit)
     assert np.abs(result.state - state).max() < 1e-13
+
+
+GHZ_QASM = """OPENQASM 2.0;
+include "qelib1.inc";
+qreg q[5];
+creg c[5];
+h q[0];
+cx q[0],q[1];
+cx q[1],q[2];
+cx q[2],q[3];
+cx q[3],q[4];
+measure q -> c;
+"""
+
+
+@pytest.mark.parametrize("fuse, gates", [(None, 1), ("0", 5), ("2", 4)])
+def test_qasm_run_with_fusion_and_shots(tmp_path, fuse, gates):
+    qasm = tmp_path / "ghz.qasm"
+    qasm.write_text(GHZ_QASM)
+    out = tmp_path / "ghz.json"
+    args = ["run", "--qasm", str(qasm), "--shots", "4000", "--seed", "3", "--device", "cpu", "--json", str(out)]
+    proc = qsim(*args + (["--fuse", fuse] if fuse else []))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["gates"] == gates and report["circuit"]["gates_imported"] == 5
+    assert set(report["counts"]) == {"00000", "11111"} and sum(report["counts"].values()) == 4000
+    assert abs(report["counts"]["11111"] - 2000) < 4 * 32  # binomial, 4 sigma
+    assert report["amplitude_0"]["re"] == pytest.approx(2**-0.5, abs=1e-15)
+    again = qsim(*args + (["--fuse", fuse] if fuse else []))
+    assert json.loads(out.read_text())["counts"] == report["counts"] and again.returncode == 0
+
+
+def test_missing_qasm_file_is_a_clear_error(tmp_path):
+    proc = qsim("run", "--qasm", str(tmp_path / "nope.qasm"), "--device", "cpu")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nope.qasm" in proc.stderr
