@@ -1,0 +1,413 @@
+"""Multiword FP16 complex GEMM on FP16 tensor cores: "fp16x2" (two fp16 words, blocked summation)
+and the one-word baseline "fp16". Design brief section 5; Fasi, Higham, Lopez, Mary and
+Mikaitis, "Matrix multiplication in multiword arithmetic" (2022).
+
+How C = A B is formed, for A (m, k) and B (k, n), real or complex:
+1. A complex matrix is taken as a real one whose rows interleave real and imaginary parts (a
+   free view of complex128); B enters through the matching real embedding, so one real GEMM of
+   inner size w = 2k gives the real and imaginary parts of C interleaved (a free view back).
+2. Every row of A and every column of B is scaled by a power of two that puts its largest entry
+   in [2^14, 2^15): inside fp16's range (65504), with 29 normal fp16 binades below it. Powers of
+   two scale exactly, so entries spanning 1e-30..1e30 in one matrix lose accuracy only relative
+   to the maximum of their own row or column, and nothing overflows.
+3. X = Xh + 2^-11 Xl with Xh = fp16(X), Xl = fp16((X - Xh) 2^11): the residual is scaled up so
+   that it does not underflow. C = Ah Bh + 2^-11 (Ah Bl + Al Bh); Al Bl (about 2^-22 of C) is dropped.
+4. Ah Bh runs on the tensor cores (fp16 inputs, FP32 accumulation) in blocks of `block` inner
+   (complex) indices, each block product a separate output; the block results are added outside
+   the tensor cores in FP32 round-to-nearest or FP64. Tensor cores accumulate with truncation,
+   so on data of one sign their errors add up along long inner sizes (the Fasi et al. finding);
+   blocking bounds the truncated run. The cross term Ah Bl + Al Bh enters with weight 2^-11, so
+   its truncation errors are 2^-11 smaller too: it runs unblocked, as one GEMM.
+5. One pass adds the blocks and the weighted cross term, undoes the scaling in float64 (the
+   scaled-back product may exceed float32's range) and writes complex128.
+
+GPU: a kernel scales and splits (kernels/multiword.cu), one strided-batched cublasGemmEx takes
+all blocks of Ah Bh without copying (leading dimension = row width, batch stride = block), one
+GemmEx the cross term, a kernel combines. CPU: the same words, products and sums through numpy
+float32 matmul. fp16 values and their products are exact in float32, but numpy's float32 matmul
+rounds to nearest where tensor cores truncate, so the CPU path cannot show the truncation effect
+that blocking corrects; its errors are those of FP32 round-to-nearest summation. The GPU tests
+check the effect.
+"""
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .arrays import array_module, cupy_module, is_gpu_array
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend
+from .errors import BackendError
+
+WORD_EXPONENT = 15  # scaled row/column maxima lie in [2^14, 2^15)
+LOW_SHIFT = 11  # Xl carries the residual X - Xh times 2^11
+LOW_WEIGHT = 2.0**-LOW_SHIFT
+ACCUMULATE_DTYPES = {"fp32": np.float32, "fp64": np.float64}
+# Inner (complex) indices per tensor-core block. Provisional, from a CPU model of the tensor
+# cores (groups of 16 exact products, accumulator rounded toward zero) against a sequential FP32
+# CGEMM, complex normal and uniform(0, 1] data, k = 1024..8192: unblocked double-fp16 had 1.6-7x
+# CGEMM's error, block 256 0.15-0.55x, block 512 0.25-1.2x. 256 keeps a margin for tensor cores
+# that truncate harder than the model; scripts/bench_fp16_blocks.py measures the trade-off on
+# the H100 and is the table that confirms or replaces this value.
+DEFAULT_BLOCK = 256
+THREADS = 256
+_KERNEL_SOURCE = Path(__file__).with_name("kernels") / "multiword.cu"
+_NONFINITE_BITS = {"a": 1, "b": 2}
+
+
+@dataclass(frozen=True)
+class InnerLayout:
+    """How the real inner dimension of the word products is cut into tensor-core blocks.
+
+    width: real inner size w (k, or 2k when the operands are complex).
+    parts: 1 for real operands, 2 for complex (real and imaginary parts interleaved).
+    block_width: real inner terms per tensor-core block (parts * inner indices per block).
+    n_blocks: blocks of Ah Bh. n_blocks * block_width may exceed width by less than a block;
+        the excess columns of A's words meet zero rows of B's.
+    """
+
+    width: int
+    parts: int
+    block_width: int
+    n_blocks: int
+
+    @property
+    def hh_width(self) -> int:
+        return self.block_width * self.n_blocks
+
+    @property
+    def block(self) -> int:
+        """Inner (complex) indices per block."""
+        return self.block_width // self.parts
+
+
+def inner_layout(k: int, parts: int, block: int) -> InnerLayout:
+    """The layout for inner size k >= 1 and a block of `block` indices (0 = unblocked)."""
+    block_k = k if block == 0 else min(block, k)
+    n_blocks = -(-k // block_k)
+    return InnerLayout(parts * k, parts, parts * block_k, n_blocks)
+
+
+@dataclass(frozen=True)
+class BWords:
+    """B as the rows of its real embedding, split into fp16 words.
+
+    col_shift: (n,) int32, column j of B was scaled by 2^col_shift[j].
+    hh_rows: (parts * n, hh_width) float16, high words, zero beyond the layout's width.
+    cross_rows: (parts * n, 2 * width) float16, [low | high] words against A's [high | low],
+        or None for one word.
+    """
+
+    col_shift: object
+    hh_rows: object
+    cross_rows: object
+
+
+def split_rows(x, n_words: int, what: str):
+    """Scale every row of x by a power of two into fp16's range and split it into fp16 words.
+
+    x: (rows, width) float64, numpy or cupy. Returns (shift, words): shift (rows,) int32 with
+    row r scaled by 2^shift[r]; words (rows, n_words * width) float16, [high | low] for two words.
+    Raises BackendError naming operand `what` when x holds NaN or Inf.
+    """
+    xp = array_module(x)
+    row_max = xp.abs(x).max(axis=1)
+    if not bool(xp.isfinite(row_max).all()):
+        raise BackendError(f"{what} contains NaN or Inf; emulated GEMM needs finite input")
+    _, exponent = xp.frexp(row_max)
+    shift = (WORD_EXPONENT - exponent).astype(xp.int32)
+    scaled = xp.ldexp(x, shift[:, None])
+    high = scaled.astype(xp.float16)
+    if n_words == 1:
+        return shift, high
+    low = xp.ldexp(scaled - high, LOW_SHIFT).astype(xp.float16)
+    return shift, xp.concatenate([high, low], axis=1)
+
+
+def real_rows(x):
+    """A C-contiguous float64 or complex128 (rows, k) array as float64 (rows, parts * k), no copy."""
+    xp = array_module(x)
+    return x.view(xp.float64) if x.dtype == xp.complex128 else x
+
+
+def embed_rows(words, parts: int):
+    """Rows of B^T's words (n, w) -> rows of the real embedding (parts * n, w).
+
+    For complex B, output column (j, re) takes (Br, -Bi) and (j, im) takes (Bi, Br) against A's
+    interleaved (re, im) inner pairs. Negating an fp16 word is exact.
+    """
+    if parts == 1:
+        return words
+    xp = array_module(words)
+    n, width = words.shape
+    pairs = words.reshape(n, width // 2, 2)
+    rows = xp.empty((n, 2, width // 2, 2), dtype=words.dtype)
+    rows[:, 0, :, 0], rows[:, 0, :, 1] = pairs[..., 0], -pairs[..., 1]
+    rows[:, 1, :, 0], rows[:, 1, :, 1] = pairs[..., 1], pairs[..., 0]
+    return rows.reshape(2 * n, width)
+
+
+def split_b(b, layout: InnerLayout, n_words: int, split) -> BWords:
+    """B (k, n) float64/complex128 split column by column. split: split_rows or the GPU kernel."""
+    xp = array_module(b)
+    col_shift, words = split(real_rows(xp.ascontiguousarray(b.T)), n_words, "b")
+    width = layout.width
+    high = embed_rows(words[:, :width], layout.parts)
+    hh_rows = xp.zeros((high.shape[0], layout.hh_width), dtype=xp.float16)
+    hh_rows[:, :width] = high
+    cross_rows = None
+    if n_words == 2:
+        cross_rows = xp.concatenate([embed_rows(words[:, width:], layout.parts), high], axis=1)
+    return BWords(col_shift, hh_rows, cross_rows)
+
+
+class CpuWordProducts:
+    """The word products and their combination with numpy (float32 matmul: see the module notes)."""
+
+    split = staticmethod(split_rows)
+
+    @staticmethod
+    def products(words_a, b_words: BWords, layout: InnerLayout):
+        """(partials (n_blocks, rows, parts * n) float32, cross (rows, parts * n) float32 or None)."""
+        a32 = words_a.astype(np.float32)
+        rows = a32.shape[0]
+        n_blocks, block_width = layout.n_blocks, layout.block_width
+        a_blocks = a32[:, :layout.hh_width].reshape(rows, n_blocks, block_width).transpose(1, 0, 2)
+        b_blocks = b_words.hh_rows.astype(np.float32).reshape(-1, n_blocks, block_width).transpose(1, 2, 0)
+        partials = np.matmul(a_blocks, np.ascontiguousarray(b_blocks))
+        cross = None if b_words.cross_rows is None else a32 @ b_words.cross_rows.astype(np.float32).T
+        return partials, cross
+
+    @staticmethod
+    def combine(partials, cross, row_shift, col_shift, parts: int, accumulate: str, out) -> None:
+        """out (rows, n) complex128 = 2^-(row_shift + col_shift) (sum of partials + 2^-11 cross)."""
+        acc_dtype = ACCUMULATE_DTYPES[accumulate]
+        acc = partials.sum(axis=0, dtype=acc_dtype)
+        if cross is not None:
+            acc += cross.astype(acc_dtype) * acc_dtype(LOW_WEIGHT)
+        exponent = -(row_shift[:, None] + np.repeat(col_shift, parts)[None, :])
+        values = np.ldexp(acc.astype(np.float64), exponent)
+        out[...] = values.view(np.complex128) if parts == 2 else values
+
+    def check(self) -> None:
+        """Non-finite input is reported by split_rows as it is found."""
+
+
+class GpuWordProducts:
+    """The same steps on the GPU: split and combine kernels, tensor-core GEMMs through cuBLAS.
+
+    The split kernel flags NaN/Inf instead of stopping; `check` reads the flag once at the end.
+    """
+
+    def __init__(self):
+        self.nonfinite = cupy_module().zeros(1, dtype=np.int32)
+
+    def split(self, x, n_words: int, what: str):
+        cp = cupy_module()
+        rows, width = x.shape
+        shift = cp.empty(rows, dtype=cp.int32)
+        words = cp.empty((rows, n_words * width), dtype=cp.float16)
+        blocks = max(1, min(-(-rows // (THREADS // 32)), _max_blocks()))
+        _kernels().get_function(f"split_rows<{n_words}>")(
+            (blocks,), (THREADS,),
+            (x, np.int64(rows), np.int32(width), np.int32(WORD_EXPONENT), np.int32(LOW_SHIFT), shift, words,
+             self.nonfinite, np.int32(_NONFINITE_BITS[what])))
+        return shift, words
+
+    @staticmethod
+    def products(words_a, b_words: BWords, layout: InnerLayout):
+        from .cublas_ex import gemm_tn, gemm_tn_blocks
+
+        partials = gemm_tn_blocks(words_a, b_words.hh_rows, layout.block_width, layout.n_blocks)
+        cross = None if b_words.cross_rows is None else gemm_tn(words_a, b_words.cross_rows)
+        return partials, cross
+
+    @staticmethod
+    def combine(partials, cross, row_shift, col_shift, parts: int, accumulate: str, out) -> None:
+        n_blocks, rows, real_cols = partials.shape
+        acc_type = "float" if accumulate == "fp32" else "double"
+        name = f"combine_words<{acc_type}, {parts}, {'false' if cross is None else 'true'}>"
+        total = rows * (real_cols // parts)
+        blocks = max(1, min(-(-total // THREADS), _max_blocks()))
+        # Without a cross term the kernel never reads its pointer; partials stands in for it.
+        _kernels().get_function(name)(
+            (blocks,), (THREADS,),
+            (partials, np.int32(n_blocks), np.int64(rows * real_cols), partials if cross is None else cross,
+             ACCUMULATE_DTYPES[accumulate](LOW_WEIGHT), row_shift, col_shift, out, np.int64(rows),
+             np.int32(real_cols // parts)))
+
+    def check(self) -> None:
+        flags = int(self.nonfinite.get()[0])
+        for what, bit in _NONFINITE_BITS.items():
+            if flags & bit:
+                raise BackendError(f"{what} contains NaN or Inf; emulated GEMM needs finite input")
+
+
+def _kernel_names() -> list:
+    names = [f"split_rows<{words}>" for words in (1, 2)]
+    for acc in ("float", "double"):
+        for parts in (1, 2):
+            names += [f"combine_words<{acc}, {parts}, {cross}>" for cross in ("false", "true")]
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels():
+    cp = cupy_module()
+    return cp.RawModule(code=_KERNEL_SOURCE.read_text(), options=("--std=c++17",), name_expressions=_kernel_names())
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_id: int) -> int:
+    return cupy_module().cuda.Device(device_id).attributes["MultiProcessorCount"]
+
+
+def _max_blocks() -> int:
+    """Grid size cap for the grid-stride kernels: enough resident blocks to fill every SM."""
+    return _multiprocessors(cupy_module().cuda.Device().id) * 32
+
+
+def matmul_operands(a, b):
+    """(a, b, parts): validated operands as C-contiguous float64 (parts 1) or, when either is
+    complex, complex128 (parts 2), on their common device."""
+    xp = array_module(a)
+    if array_module(b) is not xp:
+        raise BackendError("a and b must be on the same device (both numpy or both cupy arrays)")
+    a, b = xp.asarray(a), xp.asarray(b)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise BackendError(f"matmul needs a (m, k) and b (k, n); got shapes {a.shape} and {b.shape}")
+    kinds = {a.dtype.kind, b.dtype.kind}
+    if not kinds <= set("biufc"):
+        raise BackendError(f"matmul needs numeric operands, got {a.dtype} and {b.dtype}")
+    dtype, parts = (xp.complex128, 2) if "c" in kinds else (xp.float64, 1)
+    return xp.ascontiguousarray(a, dtype=dtype), xp.ascontiguousarray(b, dtype=dtype), parts
+
+
+def _require_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise BackendError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class Fp16WordsBackend(GemmBackend):
+    """Shared driver of the fp16 word backends: operands, row chunks, words, products, combination.
+
+    Subclasses set n_words (1 or 2) and the block / accumulate options.
+    """
+
+    n_words = 2
+
+    def __init__(self, block: int, accumulate: str, workspace_bytes: int):
+        super().__init__(_require_int(workspace_bytes, "workspace_bytes", 1))
+        self.block = _require_int(block, "block (inner indices per tensor-core block, 0 = unblocked)", 0)
+        if accumulate not in ACCUMULATE_DTYPES:
+            raise BackendError(f"accumulate must be one of {', '.join(ACCUMULATE_DTYPES)}, got {accumulate!r}")
+        self.accumulate = accumulate
+        # Set only during apply_batched: B's words shared by its chunks, and the device of its state.
+        self._shared_b_words = None
+        self._batched_on_gpu = False
+
+    def apply_batched(self, u, x, out):
+        """The inherited chunked product, with u split into words once for all chunks and
+        the chunks sized for the device of x."""
+        self._shared_b_words, self._batched_on_gpu = {}, is_gpu_array(x)
+        try:
+            super().apply_batched(u, x, out)
+        finally:
+            self._shared_b_words, self._batched_on_gpu = None, False
+
+    def matmul(self, a, b):
+        """C = A @ B. a: (m, k), b: (k, n), real or complex, both numpy or both cupy; returns
+        (m, n) complex128 on their device."""
+        b_key = id(b)
+        a, b, parts = matmul_operands(a, b)
+        xp = array_module(a)
+        (m, k), n = a.shape, b.shape[1]
+        self._count(m, k, n)
+        if min(m, k, n) == 0:
+            self.last_call_info = {}
+            return xp.zeros((m, n), dtype=xp.complex128)
+        out = xp.empty((m, n), dtype=xp.complex128)
+        layout = inner_layout(k, parts, self.block)
+        on_gpu = is_gpu_array(a)
+        path = GpuWordProducts() if on_gpu else CpuWordProducts()
+        b_words = self._b_words((b_key, layout), b, layout, path)
+        rows_per_chunk = max(1, self.workspace_bytes // self._bytes_per_row(layout, n, on_gpu))
+        for start in range(0, m, rows_per_chunk):
+            rows = slice(start, min(m, start + rows_per_chunk))
+            self._product_rows(path, a[rows], b_words, layout, out[rows])
+        path.check()
+        self.last_call_info = self._call_info(layout, -(-m // rows_per_chunk))
+        return out
+
+    def _b_words(self, key, b, layout: InnerLayout, path) -> BWords:
+        """B's words; within apply_batched, every chunk multiplies by the same u.T object, so they
+        are made once per call (the cache lives only as long as the call)."""
+        if self._shared_b_words is None:
+            return split_b(b, layout, self.n_words, path.split)
+        if key not in self._shared_b_words:
+            self._shared_b_words[key] = split_b(b, layout, self.n_words, path.split)
+        return self._shared_b_words[key]
+
+    def _product_rows(self, path, a_rows, b_words: BWords, layout: InnerLayout, out_rows) -> None:
+        """out_rows = a_rows @ B for one chunk; its temporaries are freed on return, so chunks
+        never hold two sets of them."""
+        row_shift, words_a = path.split(real_rows(a_rows), self.n_words, "a")
+        partials, cross = path.products(words_a, b_words, layout)
+        path.combine(partials, cross, row_shift, b_words.col_shift, layout.parts, self.accumulate, out_rows)
+
+    def _call_info(self, layout: InnerLayout, chunks: int) -> dict:
+        return {"chunks": chunks}
+
+    def _bytes_per_row(self, layout: InnerLayout, n: int, on_gpu: bool) -> int:
+        """Working memory per row of A. GPU: the fp16 words, the float32 block products and cross
+        term. CPU, in addition: the words once more while they are joined, their float32 copy,
+        three float64 temporaries of the split and the float64 combination."""
+        words = self.n_words * layout.width
+        real_cols = layout.parts * n
+        products = 4 * real_cols * (layout.n_blocks + self.n_words - 1)
+        if on_gpu:
+            return 2 * words + products
+        return 8 * words + 24 * layout.width + products + 16 * real_cols
+
+    def workspace_bytes_per_row(self, k: int, n: int) -> int:
+        """For the inherited apply_batched: the bound of its device (the CPU's, the larger, outside it)."""
+        return self._bytes_per_row(inner_layout(k, 2, self.block), n, self._batched_on_gpu)
+
+
+class MultiwordFp16Backend(Fp16WordsBackend):
+    """Double-fp16 ("fp16x2"): complex64-class accuracy from FP16 tensor cores.
+
+    Options:
+        block: inner indices per tensor-core block; 0 = unblocked (one run over all of k).
+            Smaller blocks cost more memory traffic (one float32 output per block) and
+            bound the truncation error of the tensor cores.
+        accumulate: "fp32" (round-to-nearest) or "fp64": precision of the sum of the blocks.
+        workspace_bytes: working memory per call; A is processed in row chunks within it.
+    """
+
+    name = "fp16x2"
+    description = "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"
+    OPTIONS = ("block", "accumulate", "workspace_bytes")
+
+    def __init__(self, block: int = DEFAULT_BLOCK, accumulate: str = "fp32",
+                 workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+        super().__init__(block, accumulate, workspace_bytes)
+        self.options = {"block": self.block, "accumulate": self.accumulate, "workspace_bytes": self.workspace_bytes}
+
+    def _call_info(self, layout: InnerLayout, chunks: int) -> dict:
+        return {"block": layout.block, "blocks": layout.n_blocks, "accumulate": self.accumulate, "chunks": chunks}
+
+
+class SingleFp16Backend(Fp16WordsBackend):
+    """One fp16 word per entry ("fp16"), same scaling, FP32 accumulation: the baseline that shows
+    what the second word buys (about 2^-11 relative error instead of 2^-22)."""
+
+    name = "fp16"
+    description = "one fp16 word, FP32 accumulation (baseline)"
+    OPTIONS = ("workspace_bytes",)
+    n_words = 1
+
+    def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+        super().__init__(0, "fp32", workspace_bytes)
+        self.options = {"workspace_bytes": self.workspace_bytes}
