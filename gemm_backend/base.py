@@ -4,6 +4,8 @@ A backend multiplies complex128 matrices; it knows nothing of qubits. The engine
 `apply_batched(u, x, out)` on an (L, K, R) view of the state: out[l] = u @ x[l] for every l.
 Arrays are numpy or cupy; a backend computes on whichever device its inputs live.
 """
+import numbers
+
 from .arrays import array_module, iter_column_chunks
 from .errors import BackendError
 
@@ -28,8 +30,8 @@ class GemmBackend:
     OPTIONS: tuple = ()
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
-        if workspace_bytes <= 0:
-            raise BackendError(f"workspace_bytes must be positive, got {workspace_bytes}")
+        if isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, numbers.Integral) or workspace_bytes <= 0:
+            raise BackendError(f"workspace_bytes must be a positive integer (bytes), got {workspace_bytes!r}")
         self.workspace_bytes = int(workspace_bytes)
         self.options: dict = {}
         self.last_call_info: dict = {}
