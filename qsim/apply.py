@@ -4,6 +4,7 @@ A gate on contiguous targets q..q+d-1 is X[l] <- U @ X[l] on the (L, 2^d, R) vie
 R = 2^q and L = 2^(N-q-d): no data moves except through the GEMM. Unsorted targets only
 permute the matrix. Non-contiguous targets need one transposed copy of the state.
 """
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,3 +90,28 @@ def apply_plan(plan: GatePlan, state, product, scratch=None):
     tensor.transpose(plan.axes_order)[...] = moved.reshape((2,) * plan.n_qubits)
     return state, scratch
 
+
+def apply_plan_pair(plan: GatePlan, hi, lo, product, max_chunk_amplitudes: int) -> None:
+    """Apply a planned gate in place to a state held as two flat arrays (a double-double pair).
+
+    product(x_hi, x_lo) must set x[l] <- U @ x[l] in place on two (L, K, R) views.
+    Contiguous targets use views of the state itself. Non-contiguous targets use the transposed
+    state of apply_plan (targets last), taken in chunks of at most max_chunk_amplitudes
+    amplitudes per array (fixing its leading, most significant non-target qubits): each chunk
+    is copied out, multiplied and copied back, so no second full-size buffer is needed.
+    """
+    if plan.axes_order is None:
+        shape = plan.view_shape
+        product(hi.reshape(shape), lo.reshape(shape))
+        return
+    xp = array_module(hi)
+    n_qubits, n_targets = plan.n_qubits, len(plan.targets)
+    moved = [x.reshape((2,) * n_qubits).transpose(plan.axes_order) for x in (hi, lo)]
+    chunk_qubits = max(n_targets, min(n_qubits, int(max_chunk_amplitudes).bit_length() - 1))
+    n_fixed = n_qubits - chunk_qubits
+    chunk_shape = (1 << (chunk_qubits - n_targets), 1 << n_targets, 1)
+    for index in itertools.product((0, 1), repeat=n_fixed):
+        blocks = [xp.ascontiguousarray(m[index]).reshape(chunk_shape) for m in moved]
+        product(*blocks)
+        for m, block in zip(moved, blocks):
+            m[index] = block.reshape((2,) * chunk_qubits)
