@@ -102,11 +102,16 @@ def merge_call_infos(infos: list) -> dict:
     merged: dict = {}
     for info in infos:
         for key, value in info.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and key in merged:
-                merged[key] = max(merged[key], value)
-            else:
-                merged[key] = value
+            previous = merged.get(key)
+            if _is_number(value) and _is_number(previous):
+                merged[key] = max(previous, value)
+            elif value is not None or key not in merged:
+                merged[key] = value  # None (e.g. a fallback's "splits") never hides a chunk's number
     return merged
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def as_complex(x):

@@ -151,7 +151,7 @@ def _compare(args) -> int:
     per_backend = {name: _options_for(name, options) for name in names}
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
-    report["circuit"] = source
+    report["source"] = source
     print(format_table(report))
     if args.plot:
         plot_accuracy_vs_time(report, args.plot)
@@ -199,8 +199,9 @@ def _summary(report: dict) -> str:
     if fallbacks:
         lines.append(f"fallbacks       {fallbacks} gates used native ZGEMM (no s <= 18 met rho)")
     if "accuracy" in report:
+        lines.append("accuracy against the double-double reference:")
         for key, value in report["accuracy"].items():
-            lines.append(f"{key:<15} {value:.3e}" if isinstance(value, float) else f"{key:<15} {value}")
+            lines.append(f"  {key:<26} {value:.3e}" if isinstance(value, float) else f"  {key:<26} {value}")
     if "counts" in report:
         top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
         lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))

@@ -1,0 +1,204 @@
+"""Time and accuracy of complex GEMM backends on square and state-vector shapes.
+
+For square n x n x n (n = 1024..8192 on the GPU) and the shapes of a d-qubit gate on an N-qubit
+state, (m, k, n) = (2^(N-d), 2^d, 2^d) for d = 5..10, runs each registry backend on random
+complex inputs and reports the median time over several runs after a warm-up (CUDA events on
+the GPU), the effective TFLOP/s (8 m n k / time) and the error against the double-double
+reference gemm_backend.doubledouble.matmul_dd, computed on a sample of rows of A (on the run's
+device). For int8-auto it also reports the number of splits chosen.
+
+Inputs (--inputs): "phi", the seed paper's uniform(-0.5, 0.5) * exp(phi * normal(0, 1)) with
+--phi; "normal", standard normal; "uniform", uniform on (0, 1]; real and imaginary parts drawn
+independently. Never zeros: an input without a nonzero entry stops the run.
+
+    python scripts/bench_gemm.py --device gpu --backends cublas,int8-9,int8-13,int8-auto \\
+        --shapes square state --qubits 28 --json bench.json
+    python scripts/bench_gemm.py --device cpu --sizes 256 --qubits 14 --gate-sizes 5 6
+    python scripts/bench_gemm.py --backends int8-auto --option rho=1 --option workspace_bytes=8589934592
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+import gemm_backend  # noqa: E402
+from gemm_backend.arrays import to_host  # noqa: E402
+from gemm_backend.doubledouble import matmul_dd  # noqa: E402
+from qsim.device import resolve_device  # noqa: E402
+from timing import median_time, print_table  # noqa: E402
+
+DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto"
+DEFAULT_SQUARE_SIZES = {"gpu": [1024, 2048, 4096, 8192], "cpu": [256, 512]}
+DEFAULT_QUBITS = {"gpu": 28, "cpu": 16}
+INPUT_KINDS = ("phi", "normal", "uniform")
+TABLE_COLUMNS = [
+    ("shape", "shape", "{}"), ("m", "m", "{}"), ("k", "k", "{}"), ("n", "n", "{}"), ("input", "input", "{}"),
+    ("backend", "backend", "{}"), ("time_ms", "time ms", "{:.3f}"), ("tflops", "TFLOP/s", "{:.3g}"),
+    ("rel_err_mean", "rel err mean", "{:.2e}"), ("rel_err_max", "rel err max", "{:.2e}"), ("splits", "splits", "{}"),
+]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
+    parser.add_argument("--backends", default=DEFAULT_BACKENDS, help="comma-separated registry names (`qsim backends`)")
+    parser.add_argument("--option", action="append", default=[], metavar="[BACKEND:]KEY=VALUE",
+                        help="backend option, for every backend that takes KEY or only for BACKEND; repeatable")
+    parser.add_argument("--shapes", nargs="+", default=["square", "state"], choices=["square", "state"])
+    parser.add_argument("--sizes", nargs="+", type=int,
+                        help="square sizes n (default: 1024..8192 on the GPU, 256 512 on the CPU)")
+    parser.add_argument("--qubits", type=int,
+                        help="N for the state-vector shapes (default 28 on the GPU, 16 on the CPU)")
+    parser.add_argument("--gate-sizes", nargs="+", type=int, default=list(range(5, 11)),
+                        help="d for the state-vector shapes")
+    parser.add_argument("--inputs", nargs="+", default=list(INPUT_KINDS), choices=INPUT_KINDS)
+    parser.add_argument("--phi", type=float, default=1.0, help="exponent spread of the 'phi' inputs")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per case (median reported)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs before timing")
+    parser.add_argument("--error-rows", type=int, default=64, help="rows of A checked against double-double")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.warmup < 0 or args.error_rows < 1:
+        parser.error("--repeats and --error-rows must be >= 1, --warmup >= 0")
+    if any(d < 1 for d in args.gate_sizes):
+        parser.error("--gate-sizes must be >= 1")
+    return args
+
+
+def parse_options(specs: list, backend_names: list) -> dict:
+    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values become int, float or
+    str). Without BACKEND an option goes to every backend that accepts it (rho: int8-auto, not
+    int8-<s>), and must suit at least one."""
+    options = {name: {} for name in backend_names}
+    for spec in specs:
+        target, _, assignment = spec.rpartition(":")
+        key, sep, text = assignment.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--option {spec!r}: expected [BACKEND:]KEY=VALUE")
+        if target and target not in options:
+            raise SystemExit(f"--option {spec!r}: backend {target!r} is not in --backends")
+        value, rejections = _parse_value(text), []
+        for name in [target] if target else backend_names:
+            try:
+                gemm_backend.get(name, **options[name], **{key: value})
+            except gemm_backend.BackendError as exc:
+                rejections.append(str(exc))
+                continue
+            options[name][key] = value
+        if len(rejections) == (1 if target else len(backend_names)):
+            raise SystemExit(f"--option {spec!r}: " + "; ".join(rejections))
+    return options
+
+
+def _parse_value(text: str):
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def shapes(args, device_kind: str) -> list:
+    """(label, m, k, n) of every case."""
+    cases = []
+    if "square" in args.shapes:
+        cases += [("square", n, n, n) for n in args.sizes or DEFAULT_SQUARE_SIZES[device_kind]]
+    if "state" in args.shapes:
+        qubits = args.qubits or DEFAULT_QUBITS[device_kind]
+        for d in args.gate_sizes:
+            if d > qubits:
+                raise SystemExit(f"--gate-sizes {d} exceeds --qubits {qubits}")
+            cases.append((f"state N={qubits} d={d}", 1 << (qubits - d), 1 << d, 1 << d))
+    return cases
+
+
+def random_matrix(rng, shape: tuple, kind: str, phi: float) -> np.ndarray:
+    """Complex128 (shape) drawn by the numpy Generator rng (the same on every device)."""
+    def part():
+        if kind == "phi":
+            return rng.uniform(-0.5, 0.5, shape) * np.exp(phi * rng.standard_normal(shape))
+        if kind == "normal":
+            return rng.standard_normal(shape)
+        return 1.0 - rng.random(shape)  # uniform on (0, 1]
+
+    matrix = part() + 1j * part()
+    if not np.abs(matrix).max() > 0:
+        raise SystemExit(f"{kind} input of shape {shape} came out all zeros; refusing to time it")
+    return matrix
+
+
+def error_against_dd(c_rows, a_rows, b) -> tuple:
+    """(mean, max) over entries of |c - ref| / |ref| with ref = hi + lo from matmul_dd."""
+    hi, lo = (to_host(t) for t in matmul_dd(a_rows, b))
+    c_rows = to_host(c_rows)
+    scale = np.abs(hi)
+    nonzero = scale > 0
+    relative = np.abs((c_rows - hi) - lo)[nonzero] / scale[nonzero]
+    return float(relative.mean()), float(relative.max())
+
+
+def run_case(backend, a, b, sample_rows, device, args) -> dict:
+    m, k = a.shape
+    n = b.shape[1]
+    result = {}
+
+    def call():
+        result["c"] = backend.matmul(a, b)
+
+    backend.reset_statistics()
+    seconds = median_time(call, device.on_gpu, repeats=args.repeats, warmup=args.warmup)
+    mean_error, max_error = error_against_dd(result["c"][sample_rows], a[sample_rows], b)
+    stats = backend.statistics()
+    row = {"backend": backend.name, "options": backend.options, "time_ms": seconds * 1e3,
+           "tflops": 8.0 * m * n * k / seconds / 1e12, "rel_err_mean": mean_error, "rel_err_max": max_error,
+           "error_rows": int(len(sample_rows))}
+    if "splits_histogram" in stats:
+        row["splits"] = backend.last_call_info.get("splits")
+        row["splits_histogram"] = {str(s): count for s, count in stats["splits_histogram"].items()}
+        row["fallbacks"] = stats["fallbacks"]
+    del result["c"]
+    return row
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    device = resolve_device(args.device)
+    xp = device.xp
+    names = [name.strip() for name in args.backends.split(",") if name.strip()]
+    options = parse_options(args.option, names)
+    try:
+        backends = [gemm_backend.get(name, **options[name]) for name in names]
+    except gemm_backend.BackendError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print(f"device: {device.name()}; backends: {', '.join(names)}; inputs: {', '.join(args.inputs)}"
+          f" (phi = {args.phi}); median of {args.repeats} after {args.warmup} warm-up", flush=True)
+    rows = []
+    for label, m, k, n in shapes(args, device.kind):
+        for kind in args.inputs:
+            rng = np.random.default_rng(args.seed)
+            a = xp.asarray(random_matrix(rng, (m, k), kind, args.phi))
+            b = xp.asarray(random_matrix(rng, (k, n), kind, args.phi))
+            sample_rows = xp.asarray(np.sort(rng.choice(m, min(m, args.error_rows), replace=False)))
+            for backend in backends:
+                row = {"shape": label, "m": m, "k": k, "n": n, "input": kind, "device": device.name()}
+                row.update(run_case(backend, a, b, sample_rows, device, args))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            del a, b
+            if device.on_gpu:
+                xp.get_default_memory_pool().free_all_blocks()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print()
+    print_table(rows, TABLE_COLUMNS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

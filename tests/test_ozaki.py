@@ -1,0 +1,469 @@
+"""The INT8 Ozaki backend (int8-<s>, int8-auto) against double-double and exact references."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import gemm_backend
+from gemm_backend import BackendError
+from gemm_backend.arrays import gpu_available
+from gemm_backend.doubledouble import matmul_dd
+from gemm_backend.ozaki import OzakiBackend, plan_products
+from gemm_backend.ozaki_split import choose_splits, new_histogram, row_exponents, split_rows
+
+requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
+UNIT_ROUNDOFF = 2.0**-53
+PHIS = (0.1, 1.0, 2.0, 4.0)
+
+
+def seed_paper_matrix(rng, shape, phi, is_complex):
+    """The seed paper's generator, uniform(-0.5, 0.5) * exp(phi * normal(0, 1)), per real part."""
+    def part():
+        return rng.uniform(-0.5, 0.5, shape) * np.exp(phi * rng.standard_normal(shape))
+    return part() + 1j * part() if is_complex else part()
+
+
+def relative_error(c, reference):
+    """Mean over entries of |c - (hi + lo)| / |hi + lo| (seed paper eq. 7), nonzero entries only."""
+    hi, lo = reference
+    scale = np.abs(hi)
+    nonzero = scale > 0
+    return float(np.mean(np.abs((c - hi) - lo)[nonzero] / scale[nonzero]))
+
+
+def exact_product(a, b):
+    """A @ B in exact rational arithmetic, as nested lists of (real, imag) Fractions."""
+    a, b = np.asarray(a, complex), np.asarray(b, complex)
+
+    def frac(z):
+        return Fraction(z.real), Fraction(z.imag)
+
+    out = []
+    for row in a:
+        out_row = []
+        for column in b.T:
+            re = sum(frac(x)[0] * frac(y)[0] - frac(x)[1] * frac(y)[1] for x, y in zip(row, column))
+            im = sum(frac(x)[0] * frac(y)[1] + frac(x)[1] * frac(y)[0] for x, y in zip(row, column))
+            out_row.append((re, im))
+        out.append(out_row)
+    return out
+
+
+def same_bits(x, y) -> bool:
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+# -- the references ----------------------------------------------------------------------
+def test_dd_reference_and_ozaki_against_exact_fractions(rng):
+    a = seed_paper_matrix(rng, (3, 6), 2.0, True)
+    b = seed_paper_matrix(rng, (6, 4), 2.0, True)
+    exact = exact_product(a, b)
+    hi, lo = matmul_dd(a, b)
+    c = gemm_backend.get("int8-18").matmul(a, b)
+    magnitude = np.abs(a) @ np.abs(b)  # scale of each entry's rounding errors
+    for i in range(3):
+        for j in range(4):
+            for part in (0, 1):
+                pick = (lambda z: z.real) if part == 0 else (lambda z: z.imag)
+                dd_error = abs(Fraction(pick(hi[i, j])) + Fraction(pick(lo[i, j])) - exact[i][j][part])
+                assert dd_error <= 1e-30 * magnitude[i, j]
+                assert abs(Fraction(pick(c[i, j])) - exact[i][j][part]) <= 2 * UNIT_ROUNDOFF * magnitude[i, j]
+
+
+def test_slices_reconstruct_their_row_exactly(rng):
+    x = np.concatenate([seed_paper_matrix(rng, (3, 9), 4.0, False),
+                        np.array([[2.0**-1074, -3 * 2.0**-1070, 2.0**-1022, 0, 0, 0, 0, 0, 0.0]])])
+    exps, finite = row_exponents(x)
+    assert finite and exps[3] == -1021  # max 2^-1022 sits just below 2^-1021
+    n_slices, bits = 18, 7
+    slices = split_rows(x, exps, n_slices, bits)
+    assert slices.dtype == np.int8 and np.abs(slices).max() <= 127
+    for i, row in enumerate(x):
+        for j, value in enumerate(row):
+            digits = [int(d) for d in slices[i, :, j]]
+            assert all(d == 0 or (d < 0) == (value < 0) for d in digits)
+            rebuilt = sum(Fraction(d) * Fraction(2) ** (int(exps[i]) - (p + 1) * bits) for p, d in enumerate(digits))
+            assert abs(Fraction(value) - rebuilt) < Fraction(2) ** (int(exps[i]) - n_slices * bits)
+            if value and int(exps[i]) - np.frexp(value)[1] + 53 <= n_slices * bits:
+                assert rebuilt == Fraction(value)  # all significant bits fit in the slices
+
+
+# -- accuracy against double-double -------------------------------------------------------
+@pytest.mark.parametrize("is_complex", [False, True])
+@pytest.mark.parametrize("phi", PHIS)
+def test_error_falls_as_splits_grow(phi, is_complex, rng):
+    a = seed_paper_matrix(rng, (40, 48), phi, is_complex)
+    b = seed_paper_matrix(rng, (48, 36), phi, is_complex)
+    reference = matmul_dd(a, b)
+    errors = [relative_error(gemm_backend.get(f"int8-{s}").matmul(a, b), reference) for s in (3, 5, 7, 9)]
+    assert errors[0] > 1e-7  # 3 slices of 7 bits really do truncate
+    for coarse, fine in zip(errors, errors[1:]):
+        assert fine < coarse / 100  # 14 more bits per two splits
+
+
+@pytest.mark.parametrize("is_complex", [False, True])
+@pytest.mark.parametrize("phi", PHIS)
+def test_accuracy_against_numpy(phi, is_complex, rng):
+    """s >= 13 with phi <= 1 no worse than numpy's FP64 matmul; int8-auto within 2x of it for
+    every phi (both errors measured against double-double)."""
+    a = seed_paper_matrix(rng, (40, 64), phi, is_complex)
+    b = seed_paper_matrix(rng, (64, 36), phi, is_complex)
+    reference = matmul_dd(a, b)
+    numpy_error = relative_error(a @ b, reference)
+    if phi <= 1:
+        for splits in (13, 18):
+            assert relative_error(gemm_backend.get(f"int8-{splits}").matmul(a, b), reference) <= numpy_error
+    auto = gemm_backend.get("int8-auto")
+    assert relative_error(auto.matmul(a, b), reference) <= 2 * numpy_error
+    assert auto.last_call_info["splits"] in range(3, 19)
+
+
+def test_cancellation_a_times_its_inverse(rng):
+    """Seed paper 4.2.2: off-diagonal entries of A A^-1 cancel to ~1e-16; the slices carry the
+    leading bits exactly, so the Ozaki product is far more accurate there than FP64 GEMM."""
+    a = rng.standard_normal((48, 48))
+    a_inverse = np.linalg.solve(a, np.eye(48))
+    reference = matmul_dd(a, a_inverse)
+    numpy_error = relative_error(a @ a_inverse, reference)
+    errors = {s: relative_error(gemm_backend.get(f"int8-{s}").matmul(a, a_inverse), reference) for s in (7, 9, 13)}
+    assert errors[7] > errors[9] > errors[13]
+    assert errors[13] < numpy_error / 10
+    assert relative_error(gemm_backend.get("int8-auto").matmul(a, a_inverse), reference) < numpy_error / 10
+
+
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_long_inner_dimension(is_complex, rng):
+    """k = 2^17: the embedded complex product has inner size 2^18, so 6 bits per slice and at most
+    two slice products per int32 GEMM; real ones keep 7 bits and one product per GEMM."""
+    k = 1 << 17
+    a = seed_paper_matrix(rng, (2, k), 1.0, is_complex)
+    b = seed_paper_matrix(rng, (k, 3), 1.0, is_complex)
+    plan = plan_products(13, 2 * k if is_complex else k)
+    assert (plan.bits, max(g.length for g in plan.groups)) == ((6, 2) if is_complex else (7, 1))
+    reference = matmul_dd(a, b)
+    assert relative_error(gemm_backend.get("int8-13").matmul(a, b), reference) <= relative_error(a @ b, reference)
+
+
+@pytest.mark.parametrize("k", [1, 37, 1000])
+def test_inner_sizes_not_powers_of_two(k, rng):
+    a = seed_paper_matrix(rng, (9, k), 1.0, True)
+    b = seed_paper_matrix(rng, (k, 7), 1.0, True)
+    reference = matmul_dd(a, b)
+    assert relative_error(gemm_backend.get("int8-13").matmul(a, b), reference) <= max(
+        relative_error(a @ b, reference), 2 * UNIT_ROUNDOFF)
+
+
+# -- special values -----------------------------------------------------------------------
+def test_zero_rows_and_columns(rng):
+    a = seed_paper_matrix(rng, (6, 5), 1.0, True)
+    b = seed_paper_matrix(rng, (5, 4), 1.0, True)
+    a[2], b[:, 1] = 0, 0
+    c = gemm_backend.get("int8-13").matmul(a, b)
+    assert not c[2].any() and not c[:, 1].any()
+    rest = np.ones(c.shape, bool)
+    rest[2], rest[:, 1] = False, False
+    assert np.abs(c - a @ b)[rest].max() <= 1e-15 * np.abs(a @ b)[rest].max()
+    assert not gemm_backend.get("int8-auto").matmul(np.zeros((3, 4)), b[:4]).any()
+
+
+def test_exact_powers_of_two_and_range_ends():
+    """Row maxima that are exact powers of two (up to 2^1023) must not overflow the slices, and
+    products that fit a double come out exact."""
+    a = np.array([[2.0**1023, -2.0**1000], [1.0, 0.5], [-0.25, 2.0**-20], [2.0**-1022, 3 * 2.0**-1052]])
+    b = np.array([[0.5, -1.0], [2.0**-20, 4.0]])
+    exact = exact_product(a, b)
+    c = gemm_backend.get("int8-18").matmul(a, b)
+    assert c.dtype == np.float64
+    for i in range(4):
+        for j in range(2):
+            assert Fraction(c[i, j]) == exact[i][j][0]
+
+
+def test_subnormal_entries():
+    """All-subnormal rows are scaled up exactly; results in the subnormal range are rounded once."""
+    tiny = 2.0**-1074
+    a = np.array([[3e-320, -1e-321, 5 * tiny], [2.0**600, 0.0, 0.0], [1.0, 3 * tiny, 0.0]])
+    b = np.array([[1.5, 3 * tiny], [-2.0, 0.0], [7.0, 0.0]])
+    exact = exact_product(a, b)
+    c = gemm_backend.get("int8-18").matmul(a, b)
+    for i in range(3):
+        for j in range(2):
+            error = abs(Fraction(c[i, j]) - exact[i][j][0])
+            assert error <= Fraction(tiny) / 2 + abs(exact[i][j][0]) * Fraction(UNIT_ROUNDOFF)
+    assert c[1, 1] == 2.0**600 * 3 * tiny  # a subnormal column scale, exact product
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_non_finite_input_raises(bad, operand):
+    a, b = np.ones((3, 4)), np.ones((4, 2), complex)
+    (a if operand == "a" else b)[1, 1] = bad
+    for name in ("int8-7", "int8-auto"):
+        with pytest.raises(BackendError, match=f"operand {operand} contains NaN or Inf"):
+            gemm_backend.get(name).matmul(a, b)
+
+
+# -- determinism, tiles, dtypes -----------------------------------------------------------
+def test_repeated_runs_and_tilings_give_identical_bits(rng):
+    a = seed_paper_matrix(rng, (130, 70), 2.0, True)
+    b = seed_paper_matrix(rng, (70, 45), 2.0, True)
+    for name in ("int8-11", "int8-auto"):
+        first = gemm_backend.get(name).matmul(a, b)
+        assert same_bits(first, gemm_backend.get(name).matmul(a.copy(), b.copy()))
+        tiled = gemm_backend.get(name, workspace_bytes=300_000)
+        rows, columns = tiled._tile_sizes(130, 45, 2, plan_products(11, 140))
+        assert rows < 130 and columns < 45  # several tiles both ways
+        assert same_bits(first, tiled.matmul(a, b))
+
+
+def test_real_and_mixed_inputs(rng):
+    a = seed_paper_matrix(rng, (8, 6), 1.0, False)
+    b = seed_paper_matrix(rng, (6, 5), 1.0, True)
+    backend = gemm_backend.get("int8-13")
+    real = backend.matmul(a, b.real)
+    assert real.dtype == np.float64
+    assert relative_error(real, matmul_dd(a, b.real)) < 4 * UNIT_ROUNDOFF
+    mixed = backend.matmul(a, b)
+    assert mixed.dtype == np.complex128
+    assert relative_error(mixed, matmul_dd(a, b)) < 4 * UNIT_ROUNDOFF
+    assert backend.matmul(np.arange(6).reshape(2, 3), np.ones((3, 2), np.int32)).tolist() == [[3, 3], [12, 12]]
+
+
+def test_empty_products():
+    backend = gemm_backend.get("int8-auto")
+    assert backend.matmul(np.ones((0, 3)), np.ones((3, 2))).shape == (0, 2)
+    assert not backend.matmul(np.ones((2, 0), complex), np.ones((0, 4))).any()
+    assert backend.last_call_info == {"splits": 3}
+
+
+@pytest.mark.parametrize("a_shape, b_shape, message", [
+    ((3, 4), (5, 2), "inner sizes differ"),
+    ((3,), (3, 2), "2-D matrix"),
+    ((2, 2, 2), (2, 2), "2-D matrix"),
+])
+def test_bad_shapes(a_shape, b_shape, message):
+    with pytest.raises(BackendError, match=message):
+        gemm_backend.get("int8-5").matmul(np.ones(a_shape), np.ones(b_shape))
+
+
+def test_bad_dtype():
+    with pytest.raises(BackendError, match="real or complex numbers"):
+        gemm_backend.get("int8-5").matmul(np.array([["a"]]), np.ones((1, 1)))
+
+
+# -- auto mode ------------------------------------------------------------------------------
+def test_choose_splits_rule():
+    """Average loss max(0, needed - s b) over the counted elements, against rho."""
+    histogram = new_histogram(np)
+    histogram[53], histogram[70] = 10, 10  # losses at b = 7: s = 8 -> 7 bits average, 9 -> 3.5, 10 -> 0
+    for rho, splits in [(0.0, 10), (3.4, 10), (3.5, 9), (6.9, 9), (7.0, 8)]:
+        assert choose_splits(histogram, 7, rho, range(3, 19)) == splits
+    assert choose_splits(new_histogram(np), 7, 0.0, range(3, 19)) == 3  # nothing to lose
+    histogram[200] = 1
+    assert choose_splits(histogram, 7, 0.0, range(3, 19)) is None
+
+
+def test_auto_splits_shrink_as_rho_grows(rng):
+    a = seed_paper_matrix(rng, (32, 32), 2.0, True)
+    b = seed_paper_matrix(rng, (32, 32), 2.0, True)
+    chosen = []
+    for rho in (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0):
+        backend = gemm_backend.get("int8-auto", rho=rho)
+        backend.matmul(a, b)
+        chosen.append(backend.last_call_info["splits"])
+    assert chosen == sorted(chosen, reverse=True) and chosen[0] >= chosen[-1] + 2
+    # rho = 0: no element loses a bit, so the result equals the fixed-s product with that s
+    assert same_bits(gemm_backend.get("int8-auto").matmul(a, b), gemm_backend.get(f"int8-{chosen[0]}").matmul(a, b))
+
+
+def test_auto_falls_back_to_native_when_no_split_count_suffices():
+    a = np.array([[1.0, 1e-300], [1e-290, 1.0]])
+    b = np.array([[2.0, 1.0], [3.0, -1.0]])
+    backend = gemm_backend.get("int8-auto")
+    assert same_bits(backend.matmul(a, b), a @ b)
+    assert backend.last_call_info == {"splits": None, "fallback": "zgemm"}
+    assert backend.statistics()["fallbacks"] == 1 and backend.statistics()["splits_histogram"] == {}
+    # a generous rho accepts the loss instead
+    lenient = gemm_backend.get("int8-auto", rho=2000.0)
+    lenient.matmul(a, b)
+    assert lenient.last_call_info == {"splits": 3}
+
+
+# -- construction -------------------------------------------------------------------------
+def test_registry_names():
+    for splits in range(3, 19):
+        backend = gemm_backend.get(f"int8-{splits}")
+        assert isinstance(backend, OzakiBackend) and backend.fixed_splits == splits
+        assert backend.name == f"int8-{splits}" and backend.options["splits"] == splits
+    auto = gemm_backend.get("int8-auto", rho=1.5)
+    assert auto.fixed_splits is None and auto.rho == 1.5 and auto.options["rho"] == 1.5
+    assert gemm_backend.get("int8-auto").rho == 0.0
+    for name in ("int8-2", "int8-19"):
+        with pytest.raises(BackendError, match="3..18"):
+            gemm_backend.get(name)
+
+
+def test_bad_options():
+    with pytest.raises(BackendError, match="rho applies only to int8-auto"):
+        gemm_backend.get("int8-9", rho=0.5)
+    with pytest.raises(BackendError, match="rho applies only to int8-auto"):
+        OzakiBackend(9, rho=0.0)
+    for rho in (-1.0, float("nan"), float("inf"), "1"):
+        with pytest.raises(BackendError, match="rho must be"):
+            OzakiBackend("auto", rho=rho)
+    for splits in (2, 19, 9.0, True, "nine"):
+        with pytest.raises(BackendError, match="splits must be"):
+            OzakiBackend(splits)
+    with pytest.raises(BackendError, match="workspace_bytes"):
+        gemm_backend.get("int8-auto", workspace_bytes=0)
+    with pytest.raises(BackendError, match="too small"):
+        gemm_backend.get("int8-13", workspace_bytes=1000).matmul(np.ones((4, 64), complex), np.ones((64, 4)))
+
+
+# -- the engine's entry point -------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(6, 8, 5), (40, 16, 1), (1, 4, 64)])
+def test_apply_batched_equals_dense_product(shape, rng):
+    n_left, k, n_right = shape
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    x = seed_paper_matrix(rng, shape, 1.0, True)
+    dense = np.einsum("ij,ljr->lir", u, x)
+    rows = x.transpose(0, 2, 1).reshape(-1, k)
+    hi, lo = matmul_dd(rows, u.T)
+    reference = tuple(t.reshape(n_left, n_right, k).transpose(0, 2, 1) for t in (hi, lo))
+    whole = gemm_backend.get("int8-13")
+    out = np.empty_like(x)
+    whole.apply_batched(u, x, out)
+    assert relative_error(out, reference) <= relative_error(dense, reference) + 2 * UNIT_ROUNDOFF
+    assert whole.last_call_info == {"splits": 13}
+    chunked = gemm_backend.get("int8-13", workspace_bytes=20 * whole.workspace_bytes_per_row(k, k))
+    in_place = x.copy()
+    chunked.apply_batched(u, in_place, in_place)
+    assert same_bits(in_place, out)  # chunking changes nothing for a fixed s
+    assert chunked.statistics()["splits_histogram"][13] == chunked.statistics()["calls"] > 1
+
+
+def test_apply_batched_chunks_fit_the_workspace():
+    """A chunk of the inherited apply_batched is one tile, B's slices included."""
+    for name in ("int8-5", "int8-auto"):
+        for k in (2, 32, 1024):
+            backend = gemm_backend.get(name, workspace_bytes=64 << 20)
+            per_row = backend.workspace_bytes_per_row(k, k)
+            chunk_rows = backend.workspace_bytes // (per_row + 32 * k)  # as GemmBackend.apply_batched
+            plan = plan_products(backend.fixed_splits or 18, 2 * k)
+            assert backend._tile_sizes(chunk_rows, k, 2, plan)[0] == chunk_rows
+
+
+def test_apply_batched_reports_largest_splits_and_fallbacks(rng):
+    u = seed_paper_matrix(rng, (4, 4), 1.0, True)
+    x = seed_paper_matrix(rng, (40, 4, 2), 1.0, True)
+    x[39, :, 1] = [1.0, 1e-300, 0.0, 0.0]  # only the last chunk needs more than 18 splits
+    per_row = gemm_backend.get("int8-auto").workspace_bytes_per_row(4, 4)
+    backend = gemm_backend.get("int8-auto", workspace_bytes=20 * per_row)
+    backend.apply_batched(u, x.copy(), x)
+    stats = backend.statistics()
+    assert stats["calls"] > 2 and stats["fallbacks"] == 1
+    assert sum(stats["splits_histogram"].values()) == stats["calls"] - 1
+    assert backend.last_call_info == {"splits": max(stats["splits_histogram"]), "fallback": "zgemm"}
+    backend.reset_statistics()
+    assert backend.statistics() == {"calls": 0, "flops": 0.0, "splits_histogram": {}, "fallbacks": 0}
+
+
+# -- GPU: the same bits as the CPU --------------------------------------------------------
+def _special_rows(a):
+    """Plant an all-zero row and a row of subnormals (when there are enough rows)."""
+    if a.shape[0] > 3:
+        a[1] = 0
+        a[3] = a[3] * 2.0**-1060
+    return a
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name", ["int8-3", "int8-7", "int8-13", "int8-18", "int8-auto"])
+@pytest.mark.parametrize("is_complex", [False, True])
+@pytest.mark.parametrize("shape", [(300, 37, 29), (64, 64, 64), (5, 1, 3), (2000, 32, 32)])
+def test_gpu_matches_cpu_bit_for_bit(name, is_complex, shape, rng):
+    import cupy as cp
+
+    m, k, n = shape
+    a = _special_rows(seed_paper_matrix(rng, (m, k), 4.0, is_complex))
+    b = seed_paper_matrix(rng, (k, n), 4.0, is_complex)
+    cpu_backend, gpu_backend = gemm_backend.get(name), gemm_backend.get(name)
+    expected = cpu_backend.matmul(a, b)
+    got = gpu_backend.matmul(cp.asarray(a), cp.asarray(b))
+    assert "fallback" not in cpu_backend.last_call_info  # a native fallback is not bit-reproducible across devices
+    assert isinstance(got, cp.ndarray) and same_bits(got.get(), expected)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("k, splits", [(70_000, 5), (9_000, 18), (1 << 17, 13)])
+def test_gpu_split_groups_and_long_k_match_cpu(k, splits, rng):
+    import cupy as cp
+
+    a = seed_paper_matrix(rng, (3, k), 1.0, True)
+    b = seed_paper_matrix(rng, (k, 5), 1.0, True)
+    backend = gemm_backend.get(f"int8-{splits}")
+    assert same_bits(backend.matmul(cp.asarray(a), cp.asarray(b)).get(), backend.matmul(a, b))
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_tiles_and_subnormal_results_match_cpu(rng):
+    import cupy as cp
+
+    a = seed_paper_matrix(rng, (513, 200), 2.0, True) * 2.0**-540
+    b = seed_paper_matrix(rng, (200, 150), 2.0, True) * 2.0**-530  # products near 2^-1070
+    for name in ("int8-9", "int8-auto"):
+        backend = gemm_backend.get(name, workspace_bytes=2_000_000)
+        expected = backend.matmul(a, b)
+        assert np.abs(expected).min() < 2.0**-1022  # some results are subnormal
+        assert same_bits(backend.matmul(cp.asarray(a), cp.asarray(b)).get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_non_finite_input_raises():
+    import cupy as cp
+
+    a = cp.ones((4, 4))
+    a[2, 3] = cp.nan
+    with pytest.raises(BackendError, match="operand a contains NaN or Inf"):
+        gemm_backend.get("int8-auto").matmul(a, cp.ones((4, 4)))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name", ["int8-12", "int8-auto"])
+@pytest.mark.parametrize("shape", [(64, 32, 16), (4096, 8, 1), (3, 64, 100)])
+def test_gpu_apply_batched_matches_cpu(name, shape, rng):
+    import cupy as cp
+
+    u = seed_paper_matrix(rng, (shape[1], shape[1]), 1.0, True)
+    x = seed_paper_matrix(rng, shape, 1.0, True)
+    workspace = 50 * gemm_backend.get(name).workspace_bytes_per_row(shape[1], shape[1])  # several chunks
+    cpu_backend, gpu_backend = (gemm_backend.get(name, workspace_bytes=workspace) for _ in range(2))
+    expected = np.empty_like(x)
+    cpu_backend.apply_batched(u, x, expected)
+    x_gpu = cp.asarray(x)
+    gpu_backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)  # in place
+    assert same_bits(x_gpu.get(), expected)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info
+    assert gpu_backend.statistics() == cpu_backend.statistics()
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_brickwork_simulation_matches_cpu():
+    from circuits import brickwork
+    from qsim import Simulator
+
+    circuit = brickwork(20, 4, 2, seed=11)
+    results = {device: Simulator(backend="int8-auto", device=device, progress=False).run(circuit)
+               for device in ("cpu", "gpu")}
+    assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
+    splits = [info["splits"] for info in results["gpu"].gate_info]
+    assert len(splits) == len(circuit.gates) and all(s in range(3, 19) for s in splits)
+    assert splits == [info["splits"] for info in results["cpu"].gate_info]
