@@ -2,6 +2,6 @@
 double-double. Backends know nothing of qubits; see `GemmBackend`."""
 from .base import GemmBackend
 from .errors import BackendError
-from .registry import available, get, names
+from .registry import accepted_options, available, get, names
 
-__all__ = ["GemmBackend", "BackendError", "available", "get", "names"]
+__all__ = ["GemmBackend", "BackendError", "accepted_options", "available", "get", "names"]

@@ -21,6 +21,7 @@ class BackendEntry:
     cls: str
     description: str
     fixed_options: dict = field(default_factory=dict)
+    excluded_options: tuple = ()  # options of the class that this name does not take
 
     def load(self):
         return getattr(importlib.import_module(self.module, __package__), self.cls)
@@ -54,7 +55,7 @@ def _entry(name: str) -> BackendEntry:
                 f"backend {name!r}: INT8 splits must be in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}"
             )
         return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
-                            {"splits": splits})
+                            {"splits": splits}, excluded_options=("rho",))
     raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
 
 
@@ -63,6 +64,12 @@ def names() -> list:
     return [e.name for e in _ENTRIES] + [f"int8-<s> (s = {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1})"] + [
         f"{alias} (= {target})" for alias, target in _ALIASES.items()
     ]
+
+
+def accepted_options(name: str) -> tuple:
+    """The keyword options backend `name` takes (raises BackendError for an unknown name)."""
+    entry = _entry(name)
+    return tuple(o for o in entry.load().OPTIONS if o not in entry.excluded_options and o not in entry.fixed_options)
 
 
 def get(name: str, **options):
@@ -95,7 +102,7 @@ def available() -> list:
         name = "int8-<s>" if entry.name == "int8-9" else entry.name
         description = entry.description if name != "int8-<s>" else (
             f"INT8 Ozaki scheme, fixed s in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}")
-        options = [o for o in cls.OPTIONS if o not in entry.fixed_options]
+        options = [o for o in cls.OPTIONS if o not in entry.fixed_options and o not in entry.excluded_options]
         signature = inspect.signature(cls.__init__)
         defaults = {o: signature.parameters[o].default for o in options if o in signature.parameters}
         rows.append({"name": name, "description": description, "devices": devices, "options": defaults})

@@ -162,7 +162,7 @@ def _compare(args) -> int:
 
 def _options_for(name: str, options: dict) -> dict:
     """The subset of the command-line backend options that backend `name` takes."""
-    accepted = gemm_backend.get(name).OPTIONS
+    accepted = gemm_backend.accepted_options(name)
     return {k: v for k, v in options.items() if k in accepted}
 
 

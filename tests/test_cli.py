@@ -136,3 +136,26 @@ def test_qasm_run_with_fusion_and_shots(tmp_path, fuse, gates):
 def test_missing_qasm_file_is_a_clear_error(tmp_path):
     proc = qsim("run", "--qasm", str(tmp_path / "nope.qasm"), "--device", "cpu")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nope.qasm" in proc.stderr
+
+
+def test_run_with_double_double_reference_reports_errors(tmp_path):
+    out = tmp_path / "ref.json"
+    proc = qsim("run", "--qubits", "10", "--gate-size", "3", "--depth", "4", "--device", "cpu",
+                "--reference", "dd", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    accuracy = json.loads(out.read_text())["accuracy"]
+    assert 0 < accuracy["l2_error"] < 1e-14 and 0 <= accuracy["rel_error_re_amp0"] < 1e-12
+    assert accuracy["amplitudes_compared"] > 0 and "accuracy against the double-double" in proc.stdout
+
+
+def test_compare_table_and_json(tmp_path):
+    out = tmp_path / "cmp.json"
+    proc = qsim("compare", "--qubits", "9", "--gate-size", "3", "--depth", "3", "--device", "cpu",
+                "--backends", "cublas,int8-9,int8-auto,cgemm", "--rho", "0", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["backend"]: row for row in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"cublas", "int8-9", "int8-auto", "cgemm"}
+    assert rows["cgemm"]["l2_error"] > 100 * rows["cublas"]["l2_error"]
+    assert rows["int8-9"]["splits"]["max"] == 9 and rows["int8-auto"]["backend_options"].get("rho") == 0.0
+    for name in rows:
+        assert name in proc.stdout
