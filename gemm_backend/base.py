@@ -114,6 +114,24 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def check_matmul_operands(a, b, what: str = "matmul"):
+    """(xp, a, b) for C = A @ B after the checks every backend needs: both operands numpy or
+    both cupy, 2-D, numeric, equal inner sizes. Dtype conversion is left to the backend."""
+    xp = array_module(a)
+    if array_module(b) is not xp:
+        raise BackendError(f"{what}: a and b must both be numpy or both cupy arrays (one device)")
+    a, b = xp.asarray(a), xp.asarray(b)
+    need = f"need a (m, k) and b (k, n), got shapes {a.shape} and {b.shape}"
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim != 2:
+            raise BackendError(f"{what}: {name} must be a 2-D matrix; {need}")
+        if x.dtype.kind not in "biufc":
+            raise BackendError(f"{what}: {name} must hold numeric (real or complex numbers) values, got dtype {x.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise BackendError(f"{what}: inner sizes differ; {need}")
+    return xp, a, b
+
+
 def as_complex(x):
     """x as complex128 on its own device (no copy when it already is)."""
     xp = array_module(x)

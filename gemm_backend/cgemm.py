@@ -8,7 +8,7 @@ cores when CUPY_TF32=1 is set: the baseline stays FP32 arithmetic whatever the e
 import numpy as np
 
 from .arrays import array_module, cupy_module, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .errors import BackendError
 
 
@@ -56,17 +56,8 @@ class CgemmBackend(GemmBackend):
 def _checked_operands(a, b):
     """(a, b, dtype): validated operands on one device and the single-precision dtype of the
     product, complex64 (float32 when both are real)."""
-    xp = array_module(a)
-    if array_module(b) is not xp:
-        raise BackendError("a and b must be on the same device (both numpy or both cupy arrays)")
-    a, b = xp.asarray(a), xp.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise BackendError(f"matmul needs a (m, k) and b (k, n); got shapes {a.shape} and {b.shape}")
-    kinds = {a.dtype.kind, b.dtype.kind}
-    if not kinds <= set("biufc"):
-        raise BackendError(f"matmul needs numeric operands, got {a.dtype} and {b.dtype}")
-    return a, b, xp.complex64 if "c" in kinds else xp.float32
-
+    xp, a, b = check_matmul_operands(a, b)
+    return a, b, xp.complex64 if "c" in (a.dtype.kind, b.dtype.kind) else xp.float32
 
 def _rounded(x, dtype):
     """x rounded to `dtype`, C-contiguous. Values beyond its range become Inf and are reported

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import array_module, check_finite, cupy_module, is_gpu_array, iter_column_chunks
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
 from .errors import BackendError
 
 # Dekker's splitter 2^27 + 1 cuts a 53-bit significand into two halves of at most 26 bits
@@ -178,18 +178,9 @@ def matmul_dd_bytes_per_row(k: int, n: int, is_complex: bool = True) -> int:
 
 
 def _check_operands(a, b):
-    xp = array_module(a)
-    if array_module(b) is not xp:
-        raise BackendError("matmul_dd: a and b must both be numpy or both cupy arrays")
-    a, b = xp.asarray(a), xp.asarray(b)
+    xp, a, b = check_matmul_operands(a, b, "matmul_dd")
     for name, x in (("a", a), ("b", b)):
-        if x.ndim != 2:
-            raise BackendError(f"matmul_dd: {name} must be a 2-D matrix, got shape {x.shape}")
-        if x.dtype.kind not in "iufc":
-            raise BackendError(f"matmul_dd: {name} must be real or complex numbers, got dtype {x.dtype}")
         check_finite(x, f"matmul_dd operand {name}")
-    if a.shape[1] != b.shape[0]:
-        raise BackendError(f"matmul_dd: inner sizes differ, a is {a.shape} and b is {b.shape}")
     if a.dtype.kind != "c":
         a = a.astype(xp.float64, copy=False)
     if b.dtype.kind != "c":

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import array_module, cupy_module, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .errors import BackendError
 
 WORD_EXPONENT = 15  # scaled row/column maxima lie in [2^14, 2^15)
@@ -270,18 +270,9 @@ def _max_blocks() -> int:
 def matmul_operands(a, b):
     """(a, b, parts): validated operands as C-contiguous float64 (parts 1) or, when either is
     complex, complex128 (parts 2), on their common device."""
-    xp = array_module(a)
-    if array_module(b) is not xp:
-        raise BackendError("a and b must be on the same device (both numpy or both cupy arrays)")
-    a, b = xp.asarray(a), xp.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise BackendError(f"matmul needs a (m, k) and b (k, n); got shapes {a.shape} and {b.shape}")
-    kinds = {a.dtype.kind, b.dtype.kind}
-    if not kinds <= set("biufc"):
-        raise BackendError(f"matmul needs numeric operands, got {a.dtype} and {b.dtype}")
-    dtype, parts = (xp.complex128, 2) if "c" in kinds else (xp.float64, 1)
+    xp, a, b = check_matmul_operands(a, b)
+    dtype, parts = (xp.complex128, 2) if "c" in (a.dtype.kind, b.dtype.kind) else (xp.float64, 1)
     return xp.ascontiguousarray(a, dtype=dtype), xp.ascontiguousarray(b, dtype=dtype), parts
-
 
 def _require_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import array_module, cupy_module, is_gpu_array, to_host
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
 from .ozaki_split import (
@@ -317,21 +317,10 @@ def _check_rho(rho, fixed_splits):
 
 def _check_operands(a, b):
     """(a, b, is_complex): a C-contiguous, both complex128 when either is complex, else float64."""
-    xp = array_module(a)
-    if array_module(b) is not xp:
-        raise BackendError("matmul: a and b must both be numpy or both cupy arrays")
-    a, b = xp.asarray(a), xp.asarray(b)
-    for name, x in (("a", a), ("b", b)):
-        if x.ndim != 2:
-            raise BackendError(f"matmul: {name} must be a 2-D matrix, got shape {x.shape}")
-        if x.dtype.kind not in "iufc":
-            raise BackendError(f"matmul: {name} must hold real or complex numbers, got dtype {x.dtype}")
-    if a.shape[1] != b.shape[0]:
-        raise BackendError(f"matmul: inner sizes differ: a is {a.shape} and b is {b.shape}; need (m, k) @ (k, n)")
+    xp, a, b = check_matmul_operands(a, b)
     is_complex = "c" in (a.dtype.kind, b.dtype.kind)
     dtype = xp.complex128 if is_complex else xp.float64
     return xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), is_complex
-
 
 def _b_rows(b, cols: slice, width: int):
     """The embedded rows of B^T for columns `cols` of b (k, n): (width * n_cols, width * k)

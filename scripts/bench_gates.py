@@ -47,7 +47,6 @@ def bench_size(n_qubits, gate_sizes, device, backends, bandwidth, repeats):
                 row[f"{label}_over_floor"] = seconds / floor
                 row[f"{label}_kernel"] = backend.last_call_info.get("kernel", "")
             rows.append(row)
-    del state, scratch
     return rows
 
 
