@@ -11,21 +11,11 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
+from .helpers import draw, normwise_error
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 
 UNIT_ROUNDOFF = 2.0**-24
-
-
-def draw(rng, shape, dist: str, kind: str):
-    def real_part():
-        return rng.standard_normal(shape) if dist == "normal" else 1.0 - rng.random(shape)
-
-    return real_part() if kind == "real" else real_part() + 1j * real_part()
-
-
-def normwise_error(c, ref) -> float:
-    return float(np.abs(c - ref).max() / np.abs(ref).max())
 
 
 def single_precision_bound(k: int) -> float:

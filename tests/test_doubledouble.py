@@ -9,16 +9,13 @@ import pytest
 import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
+from .helpers import crandn
 from gemm_backend.doubledouble import (
     apply_batched_dd, dd_add, dd_add_double, dd_mul, dd_mul_double, dd_sum, matmul_dd, slice_plan, two_prod,
     two_sum,
 )
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
-
-
-def crandn(rng, *shape):
-    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
 def wide_range(rng, *shape, decades=3.0):

@@ -15,6 +15,7 @@ from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
 from gemm_backend.multiword import DEFAULT_BLOCK, LOW_SHIFT, WORD_EXPONENT, inner_layout, split_rows
+from .helpers import draw, normwise_error
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 
@@ -22,18 +23,6 @@ KINDS = ("real", "complex")
 DISTRIBUTIONS = ("normal", "uniform")
 INNER_SIZES = (64, 512, 4096)
 ROWS, COLS = 24, 20
-
-
-def draw(rng, shape, dist: str, kind: str):
-    """normal(0, 1) or uniform(0, 1] entries; complex ones have independent real and imaginary parts."""
-    def real_part():
-        return rng.standard_normal(shape) if dist == "normal" else 1.0 - rng.random(shape)
-
-    return real_part() if kind == "real" else real_part() + 1j * real_part()
-
-
-def normwise_error(c, ref) -> float:
-    return float(np.abs(c - ref).max() / np.abs(ref).max())
 
 
 @functools.lru_cache(maxsize=None)

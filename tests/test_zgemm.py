@@ -6,10 +6,7 @@ import gemm_backend
 from circuits import brickwork
 from gemm_backend import BackendError
 from qsim import Simulator
-
-
-def crandn(rng, *shape):
-    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+from .helpers import crandn
 
 
 def test_matmul_matches_numpy(rng):

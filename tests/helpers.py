@@ -1,0 +1,19 @@
+"""Random inputs and error measures shared by the backend tests."""
+import numpy as np
+
+
+def crandn(rng, *shape):
+    """Complex normal entries: independent standard normal real and imaginary parts."""
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def draw(rng, shape, dist: str, kind: str):
+    """normal(0, 1) or uniform(0, 1] entries; complex ones have independent real and imaginary parts."""
+    def real_part():
+        return rng.standard_normal(shape) if dist == "normal" else 1.0 - rng.random(shape)
+
+    return real_part() if kind == "real" else real_part() + 1j * real_part()
+
+
+def normwise_error(c, ref) -> float:
+    return float(np.abs(c - ref).max() / np.abs(ref).max())
