@@ -14,7 +14,7 @@ SUPPORTED_DIMS = (2, 4, 8, 16, 32)
 def staged_tile(k: int) -> int:
     """Columns per staged tile (one thread each): shared memory holds U (16 K^2 bytes) plus the tile
     (16 (K+1) TILE bytes), within the 48 KB a block gets without opting in."""
-    return 128 if k <= 8 else 64 if k <= 16 else 32
+    return 128 if k <= 16 else 32
 
 THREADS = 128
 _SOURCE = Path(__file__).with_name("kernels") / "small_gate.cu"
