@@ -160,7 +160,6 @@ class OzakiBackend(GemmBackend):
         self.options = {"splits": splits, "workspace_bytes": self.workspace_bytes}
         if self.fixed_splits is None:
             self.options["rho"] = self.rho
-        self._chunk_infos = None
         self.reset_statistics()
 
     # -- interface ----------------------------------------------------------------------
@@ -189,17 +188,6 @@ class OzakiBackend(GemmBackend):
         may use), so that a chunk of workspace_bytes // (this + copies) rows is one tile."""
         row_step, _ = self._tile_sizes(None, n, 2, self._largest_plan(2 * k))
         return -(-self.workspace_bytes // row_step)
-
-    def apply_batched(self, u, x, out):
-        """GemmBackend.apply_batched, with chunk infos merged by _merge_infos:
-        base.merge_call_infos cannot combine a fallback chunk's "splits": None with a number."""
-        self._chunk_infos = []
-        try:
-            super().apply_batched(u, x, out)
-            infos = self._chunk_infos
-        finally:
-            self._chunk_infos = None
-        self.last_call_info = _merge_infos(infos)
 
     def reset_statistics(self) -> None:
         super().reset_statistics()
@@ -277,21 +265,8 @@ class OzakiBackend(GemmBackend):
         else:
             info = {"splits": splits}
             self.split_counts[splits] += 1
-        if self._chunk_infos is None:
-            self.last_call_info = info
-        else:
-            self._chunk_infos.append(info)
-            self.last_call_info = {}  # merged by apply_batched
+        self.last_call_info = info  # GemmBackend.apply_batched merges the chunks' infos
         return out
-
-
-def _merge_infos(infos: list) -> dict:
-    """The largest s over chunk infos; "fallback" kept when any chunk fell back."""
-    splits = [info["splits"] for info in infos if info.get("splits") is not None]
-    merged = {"splits": max(splits) if splits else None}
-    if any(info.get("fallback") for info in infos):
-        merged["fallback"] = FALLBACK_INFO["fallback"]
-    return merged
 
 
 def _check_splits(splits):
