@@ -43,13 +43,21 @@ WORD_EXPONENT = 15  # scaled row/column maxima lie in [2^14, 2^15)
 LOW_SHIFT = 11  # Xl carries the residual X - Xh times 2^11
 LOW_WEIGHT = 2.0**-LOW_SHIFT
 ACCUMULATE_DTYPES = {"fp32": np.float32, "fp64": np.float64}
-# Inner (complex) indices per tensor-core block. Provisional, from a CPU model of the tensor
-# cores (groups of 16 exact products, accumulator rounded toward zero) against a sequential FP32
-# CGEMM, complex normal and uniform(0, 1] data, k = 1024..8192: unblocked double-fp16 had 1.6-7x
-# CGEMM's error, block 256 0.15-0.55x, block 512 0.25-1.2x. 256 keeps a margin for tensor cores
-# that truncate harder than the model; scripts/bench_fp16_blocks.py measures the trade-off on
-# the H100 and is the table that confirms or replaces this value.
+# Inner (complex) indices per tensor-core block when none is given ("auto"): DEFAULT_BLOCK, but
+# at least two blocks along k. Measured on the H100 (BENCHMARKS.md, bench_fp16_blocks.py):
+# block 256 kept fp16x2 within 1.41x of CGEMM's error for k = 1024..8192 at 1.8-2.3x its speed,
+# block 128 cost up to a third of that speed, and leaving k = 256 unblocked gave 2.4x CGEMM's
+# error on uniform(0, 1] data where block 128 gave 1.0x.
+AUTO_BLOCK = "auto"
 DEFAULT_BLOCK = 256
+MIN_AUTO_BLOCK = 16
+
+
+def default_block(k: int) -> int:
+    """The block "auto" uses for inner size k: min(DEFAULT_BLOCK, k // 2), at least 16."""
+    return min(DEFAULT_BLOCK, max(MIN_AUTO_BLOCK, k // 2))
+
+
 THREADS = 256
 _KERNEL_SOURCE = Path(__file__).with_name("kernels") / "multiword.cu"
 _NONFINITE_BITS = {"a": 1, "b": 2}
@@ -288,9 +296,11 @@ class Fp16WordsBackend(GemmBackend):
 
     n_words = 2
 
-    def __init__(self, block: int, accumulate: str, workspace_bytes: int):
+    def __init__(self, block, accumulate: str, workspace_bytes: int):
         super().__init__(_require_int(workspace_bytes, "workspace_bytes", 1))
-        self.block = _require_int(block, "block (inner indices per tensor-core block, 0 = unblocked)", 0)
+        if block != AUTO_BLOCK:
+            block = _require_int(block, "block (inner indices per tensor-core block, 0 = unblocked, or 'auto')", 0)
+        self.block = block
         if accumulate not in ACCUMULATE_DTYPES:
             raise BackendError(f"accumulate must be one of {', '.join(ACCUMULATE_DTYPES)}, got {accumulate!r}")
         self.accumulate = accumulate
@@ -319,7 +329,7 @@ class Fp16WordsBackend(GemmBackend):
             self.last_call_info = {}
             return xp.zeros((m, n), dtype=xp.complex128)
         out = xp.empty((m, n), dtype=xp.complex128)
-        layout = inner_layout(k, parts, self.block)
+        layout = inner_layout(k, parts, self._block_for(k))
         on_gpu = is_gpu_array(a)
         path = GpuWordProducts() if on_gpu else CpuWordProducts()
         b_words = self._b_words((b_key, layout), b, layout, path)
@@ -363,15 +373,18 @@ class Fp16WordsBackend(GemmBackend):
 
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """For the inherited apply_batched: the bound of its device (the CPU's, the larger, outside it)."""
-        return self._bytes_per_row(inner_layout(k, 2, self.block), n, self._batched_on_gpu)
+        return self._bytes_per_row(inner_layout(k, 2, self._block_for(k)), n, self._batched_on_gpu)
+
+    def _block_for(self, k: int) -> int:
+        return default_block(k) if self.block == AUTO_BLOCK else self.block
 
 
 class MultiwordFp16Backend(Fp16WordsBackend):
     """Double-fp16 ("fp16x2"): complex64-class accuracy from FP16 tensor cores.
 
     Options:
-        block: inner indices per tensor-core block; 0 = unblocked (one run over all of k).
-            Smaller blocks cost more memory traffic (one float32 output per block) and
+        block: inner indices per tensor-core block; 0 = unblocked (one run over all of k);
+            "auto" (default) = default_block(k): 256, or k // 2 for short k. Smaller blocks cost more memory traffic (one float32 output per block) and
             bound the truncation error of the tensor cores.
         accumulate: "fp32" (round-to-nearest) or "fp64": precision of the sum of the blocks.
         workspace_bytes: working memory per call; A is processed in row chunks within it.
@@ -381,7 +394,7 @@ class MultiwordFp16Backend(Fp16WordsBackend):
     description = "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"
     OPTIONS = ("block", "accumulate", "workspace_bytes")
 
-    def __init__(self, block: int = DEFAULT_BLOCK, accumulate: str = "fp32",
+    def __init__(self, block=AUTO_BLOCK, accumulate: str = "fp32",
                  workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
         super().__init__(block, accumulate, workspace_bytes)
         self.options = {"block": self.block, "accumulate": self.accumulate, "workspace_bytes": self.workspace_bytes}

@@ -203,14 +203,14 @@ def test_row_chunks_cover_every_row():
 def test_registry_options_and_statistics():
     backend = gemm_backend.get("fp16x2")
     assert type(backend).__name__ == "MultiwordFp16Backend"
-    assert backend.options == {"block": DEFAULT_BLOCK, "accumulate": "fp32", "workspace_bytes": 1 << 30}
+    assert backend.options == {"block": "auto", "accumulate": "fp32", "workspace_bytes": 1 << 30}
     assert gemm_backend.get("fp16x2", block=32, accumulate="fp64").options["accumulate"] == "fp64"
     single = gemm_backend.get("fp16")
     assert type(single).__name__ == "SingleFp16Backend" and single.options == {"workspace_bytes": 1 << 30}
     a, b, _, _ = case("complex", "normal", 64)
     backend.matmul(a, b)
     assert backend.statistics() == {"calls": 1, "flops": 8.0 * ROWS * 64 * COLS}
-    assert backend.last_call_info == {"block": 64, "blocks": 1, "accumulate": "fp32", "chunks": 1}
+    assert backend.last_call_info == {"block": 32, "blocks": 2, "accumulate": "fp32", "chunks": 1}
 
 
 def test_empty_operands_give_zeros():
@@ -366,3 +366,13 @@ def test_gemm_tn_blocks_matches_numpy(dtype, rng):
     assert np.array_equal(out.astype(np.int64), expected)
     with pytest.raises(BackendError, match="do not fit"):
         gemm_tn_blocks(cp.asarray(a), cp.asarray(b_rows), 48, 4)
+
+
+@pytest.mark.parametrize("k, block, blocks", [(32, 16, 2), (256, 128, 2), (1024, DEFAULT_BLOCK, 4), (4096, DEFAULT_BLOCK, 16)])
+def test_auto_block_keeps_at_least_two_blocks(k, block, blocks, rng):
+    backend = gemm_backend.get("fp16x2")
+    a, b = draw(rng, (8, k), "uniform", "complex"), draw(rng, (k, 4), "uniform", "complex")
+    backend.matmul(a, b)
+    assert (backend.last_call_info["block"], backend.last_call_info["blocks"]) == (block, blocks)
+    explicit = gemm_backend.get("fp16x2", block=block).matmul(a, b)
+    assert np.array_equal(backend.matmul(a, b), explicit)
