@@ -17,3 +17,16 @@ def draw(rng, shape, dist: str, kind: str):
 
 def normwise_error(c, ref) -> float:
     return float(np.abs(c - ref).max() / np.abs(ref).max())
+
+
+def check_apply_batched(backend, shape, rng, atol=1e-12):
+    """backend.apply_batched on a random (L, K, R) view against einsum, out of place and in
+    place; returns the two results (out-of-place, in-place) for backend-specific checks."""
+    u, x = crandn(rng, shape[1], shape[1]), crandn(rng, *shape)
+    expected = np.einsum("ij,ljr->lir", u, x)
+    out = np.empty_like(x)
+    backend.apply_batched(u, x, out)
+    assert np.abs(out - expected).max() < atol
+    backend.apply_batched(u, x, x)
+    assert np.abs(x - expected).max() < atol
+    return out, x

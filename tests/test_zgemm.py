@@ -6,7 +6,7 @@ import gemm_backend
 from circuits import brickwork
 from gemm_backend import BackendError
 from qsim import Simulator
-from .helpers import crandn
+from .helpers import check_apply_batched, crandn
 
 
 def test_matmul_matches_numpy(rng):
@@ -18,14 +18,7 @@ def test_matmul_matches_numpy(rng):
 
 @pytest.mark.parametrize("shape", [(8, 4, 1), (1, 4, 16), (3, 8, 5), (5, 2, 7)])
 def test_apply_batched_in_and_out_of_place(shape, rng):
-    backend = gemm_backend.get("zgemm", workspace_bytes=256)
-    u, x = crandn(rng, shape[1], shape[1]), crandn(rng, *shape)
-    expected = np.einsum("ij,ljr->lir", u, x)
-    out = np.empty_like(x)
-    backend.apply_batched(u, x, out)
-    assert np.abs(out - expected).max() < 1e-12
-    backend.apply_batched(u, x, x)
-    assert np.abs(x - expected).max() < 1e-12
+    check_apply_batched(gemm_backend.get("zgemm", workspace_bytes=256), shape, rng)
 
 
 def test_bad_options():
