@@ -7,6 +7,7 @@ import gemm_backend
 from circuits import CircuitError, brickwork
 
 from .errors import SimulationError
+from .result import splits_summary
 from .simulator import Simulator
 
 EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
@@ -192,9 +193,9 @@ def _summary(report: dict) -> str:
         f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
         f"norm            {report['norm']:.16f}",
     ]
-    splits = [g["splits"] for g in report["per_gate"] if g.get("splits") is not None]
+    splits = splits_summary(report["per_gate"])
     if splits:
-        lines.append(f"INT8 splits     min {min(splits)}, max {max(splits)}, mean {sum(splits) / len(splits):.2f}")
+        lines.append(f"INT8 splits     min {splits['min']}, max {splits['max']}, mean {splits['mean']:.2f}")
     fallbacks = sum(1 for g in report["per_gate"] if g.get("fallback"))
     if fallbacks:
         lines.append(f"fallbacks       {fallbacks} gates used native ZGEMM (no s <= 18 met rho)")

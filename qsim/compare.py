@@ -15,6 +15,7 @@ from .accuracy import accuracy_report
 from .device import host_available_bytes, resolve_device
 from .errors import SimulationError
 from .reference import REFERENCE_BYTES_PER_AMPLITUDE, reference_state
+from .result import splits_summary
 from .simulator import Simulator
 
 # The reference moves to host memory (freeing the GPU for the backends) when the host has
@@ -95,18 +96,10 @@ def _row(name: str, result, accuracy: dict) -> dict:
         "effective_tflops": result.tflops(),
         "peak_memory_bytes": int(result.peak_memory_bytes),
         "memory_measure": result.memory_measure,
-        "splits": _splits_summary(result.gate_info),
+        "splits": splits_summary(result.gate_info),
     }
     row.update(accuracy)
     return row
-
-
-def _splits_summary(gate_info: list):
-    splits = [info["splits"] for info in gate_info
-              if isinstance(info.get("splits"), (int, float)) and not isinstance(info.get("splits"), bool)]
-    if not splits:
-        return None
-    return {"min": min(splits), "max": max(splits), "mean": sum(splits) / len(splits)}
 
 
 # -- presentation -------------------------------------------------------------------------

@@ -14,11 +14,10 @@ from gemm_backend.doubledouble import apply_batched_dd
 from .apply import apply_plan_pair, plan_gate
 from .device import Device, resolve_device
 from .errors import SimulationError
+from .state import MEMORY_FRACTION, initial_state_vector
 
 REFERENCE_BYTES_PER_AMPLITUDE = 32  # hi and lo, complex128 each
 DEFAULT_WORKSPACE_BYTES = 1 << 30
-MEMORY_FRACTION = 0.95  # share of free memory the reference may plan to use
-INITIAL_NORM_TOLERANCE = 1e-8
 GIB = float(1 << 30)
 
 
@@ -78,17 +77,5 @@ def check_reference_memory(n_qubits: int, device: Device, plans, workspace_bytes
 
 
 def _initial_pair(n_qubits: int, device: Device, initial_state):
-    xp = device.xp
-    size = 1 << n_qubits
-    lo = xp.zeros(size, dtype=xp.complex128)
-    if initial_state is None:
-        hi = xp.zeros(size, dtype=xp.complex128)
-        hi[0] = 1.0
-        return hi, lo
-    hi = xp.array(initial_state, dtype=xp.complex128).reshape(-1)
-    if hi.size != size:
-        raise SimulationError(f"initial_state has {hi.size} amplitudes; {n_qubits} qubits need {size}")
-    norm = float(xp.linalg.norm(hi))
-    if not abs(norm - 1.0) <= INITIAL_NORM_TOLERANCE:
-        raise SimulationError(f"initial_state must have unit norm, got {norm!r}")
-    return hi, lo
+    hi = initial_state_vector(n_qubits, device.xp, initial_state)
+    return hi, device.xp.zeros_like(hi)

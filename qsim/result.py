@@ -105,3 +105,13 @@ class Result:
         if self.accuracy is not None:
             out["accuracy"] = self.accuracy
         return out
+
+
+def splits_summary(gate_info: list):
+    """{"min", "max", "mean"} of the per-gate INT8 "splits" in gate_info, or None when no gate
+    reports a number (other backends, or native fallbacks only)."""
+    splits = [info["splits"] for info in gate_info
+              if isinstance(info.get("splits"), (int, float)) and not isinstance(info.get("splits"), bool)]
+    if not splits:
+        return None
+    return {"min": min(splits), "max": max(splits), "mean": sum(splits) / len(splits)}

@@ -13,6 +13,7 @@ from .apply import apply_plan, plan_gate
 from .device import resolve_device
 from .errors import SimulationError
 from .result import Result
+from .state import MEMORY_FRACTION, initial_state_vector
 
 BYTES_PER_AMPLITUDE = 16
 GIB = float(1 << 30)
@@ -35,7 +36,7 @@ class SimulatorOptions:
     backend_options: dict = field(default_factory=dict)
     progress: bool = None
     out_of_place: object = "auto"
-    memory_fraction: float = 0.95
+    memory_fraction: float = MEMORY_FRACTION
 
 
 class Simulator:
@@ -85,7 +86,7 @@ class Simulator:
             raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
         plan = self.memory_plan(circuit)
         xp = self.device.xp
-        state = self._initial_state(circuit.n_qubits, initial_state)
+        state = initial_state_vector(circuit.n_qubits, xp, initial_state)
         scratch = xp.empty_like(state) if plan["spare_buffer"] else None
         self._warm_up(plan["plans"])
         timer = _GateTimer(self.device)
@@ -113,21 +114,6 @@ class Simulator:
     def _progress_disabled(self):
         progress = self.options.progress
         return None if progress is None else not progress
-
-    def _initial_state(self, n_qubits: int, initial_state):
-        xp = self.device.xp
-        size = 1 << n_qubits
-        if initial_state is None:
-            state = xp.zeros(size, dtype=xp.complex128)
-            state[0] = 1.0
-            return state
-        vector = xp.asarray(initial_state, dtype=xp.complex128).reshape(-1)
-        if vector.size != size:
-            raise SimulationError(f"initial_state has {vector.size} amplitudes; {n_qubits} qubits need {size}")
-        norm = float(xp.linalg.norm(vector))
-        if not np.isfinite(norm) or abs(norm - 1.0) > 1e-8:
-            raise SimulationError(f"initial_state must have unit norm, got {norm!r}")
-        return vector.copy()
 
     def _warm_up(self, plans) -> None:
         """Run each gate size once on a small random block so that kernel compilation and

@@ -11,7 +11,8 @@ from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from qsim import SimulationError, Simulator
 from qsim.accuracy import accuracy_report
-from qsim.compare import _splits_summary, compare_backends, format_table, plot_accuracy_vs_time
+from qsim.compare import compare_backends, format_table, plot_accuracy_vs_time
+from qsim.result import splits_summary
 from qsim.reference import reference_state
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
@@ -161,8 +162,8 @@ def test_compare_backends_bad_arguments():
 
 def test_splits_summary():
     infos = [{"splits": 9, "targets": [0]}, {"kernel": "x"}, {"splits": 12}, {"splits": 10}]
-    assert _splits_summary(infos) == {"min": 9, "max": 12, "mean": pytest.approx(31 / 3)}
-    assert _splits_summary([{"kernel": "zgemm"}]) is None
+    assert splits_summary(infos) == {"min": 9, "max": 12, "mean": pytest.approx(31 / 3)}
+    assert splits_summary([{"kernel": "zgemm"}]) is None
 
 
 def fake_report():

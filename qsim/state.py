@@ -1,0 +1,24 @@
+"""The starting state of a run, shared by the float64 engine and the double-double reference."""
+import numpy as np
+
+from .errors import SimulationError
+
+MEMORY_FRACTION = 0.95  # share of free device memory a run may plan to use
+INITIAL_NORM_TOLERANCE = 1e-8
+
+
+def initial_state_vector(n_qubits: int, xp, initial_state=None):
+    """(2^N,) complex128 on the array module xp: |0...0>, or a copy of `initial_state`, which must
+    have 2^N amplitudes and unit norm (to INITIAL_NORM_TOLERANCE)."""
+    size = 1 << n_qubits
+    if initial_state is None:
+        state = xp.zeros(size, dtype=xp.complex128)
+        state[0] = 1.0
+        return state
+    vector = xp.array(initial_state, dtype=xp.complex128).reshape(-1)
+    if vector.size != size:
+        raise SimulationError(f"initial_state has {vector.size} amplitudes; {n_qubits} qubits need {size}")
+    norm = float(xp.linalg.norm(vector))
+    if not np.isfinite(norm) or abs(norm - 1.0) > INITIAL_NORM_TOLERANCE:
+        raise SimulationError(f"initial_state must have unit norm, got {norm!r}")
+    return vector
