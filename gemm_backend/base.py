@@ -52,6 +52,26 @@ class GemmBackend:
         """True when apply_batched with out=x costs no more than out-of-place for inner size k."""
         return False
 
+    def reserved_workspace_bytes(self) -> int:
+        """Memory the caller must leave free for this backend's working memory."""
+        return self.workspace_bytes
+
+    # -- a run of many gates (the simulator) --------------------------------------------------
+    def warm_up(self, u, x) -> None:
+        """Build everything apply_batched(u, x, .) will use (kernels, library handles) by
+        running it once on x, a small (L, K, R) block of the same K and stride class."""
+        self.apply_batched(u, x, x)
+
+    def prepare(self, u) -> None:
+        """Host-side work for gate u (K, K), done before the timed gates; apply_batched with the
+        same u object then skips it. Default: none."""
+
+    def start_run(self) -> None:
+        """From now on apply_batched may defer its error checks (no host synchronisation)."""
+
+    def finish_run(self) -> None:
+        """Raise what the deferred checks found and forget what prepare() kept."""
+
     def apply_batched(self, u, x, out):
         """out[l] = u @ x[l] for every l.
 

@@ -1,46 +1,56 @@
-"""Complex GEMM by the INT8 Ozaki scheme: backends int8-<s> (s = 3..18) and int8-auto.
+"""Complex GEMM by the INT8 Ozaki scheme (Ozaki-I): backends int8-<s> (s = 3..18) and int8-auto.
 
-C = A B is computed from exact INT8 x INT8 -> INT32 products of the slices of A and B
-(ozaki_split.py; design brief section 4):
+C = A B from exact INT8 x INT8 -> INT32 products of balanced 8-bit digits (ozaki_split.py), in
+the order ozaki_plan.py specifies, so that every path gives the same bits:
 
-    C ~= diag(2^e) [ sum over p + q <= s + 1 of 2^(-(p+q) b) A_p B_q ] diag(2^f).
+    C ~= diag(2^e) [ sum over kept pairs (p, q) of 2^(-(p+q) b) A_p B_q ] diag(2^f).
 
-Complex inputs use the real embedding, with the real and imaginary parts of a row of A (a
-column of B) sharing one scale: the rows of A are the float64 views [re, im, re, im, ...] of its
-complex rows (no copy), and column j of B becomes two rows of an embedded B^T,
-[Re b_j, -Im b_j] and [Im b_j, Re b_j] interleaved the same way, so one real product of inner
-size 2k gives Re and Im of C already interleaved as complex128. Chosen over four real products
-because Re = ArBr - AiBi and Im = ArBi + AiBr are then formed exactly in int32 (no cancellation
-in FP64), the FP64 accumulation touches 2mn values per group instead of 4mn, and the skinny
-state-vector GEMMs (k = n = 2^d) get twice the inner and outer size per INT8 GEMM. The cost:
-the bits per slice follow from the embedded inner size 2k (b = 7 up to k = 2^16).
+Complex inputs use the real embedding, the real and imaginary parts of a row of A (a column of
+B) sharing one scale: the rows of A are the float64 views [re, im, re, im, ...] of its complex
+rows, and column j of B becomes two rows of an embedded B^T, [Re b_j, -Im b_j] and
+[Im b_j, Re b_j] interleaved the same way, so one real product of inner size 2k gives Re and Im
+of C already interleaved. Re = ArBr - AiBi and Im = ArBi + AiBr are then exact in int32.
 
-Products with equal p + q = t form one INT8 GEMM over slices concatenated along k,
-[A_p .. A_p'] @ [B_{t-p}; ..; B_{t-p'}], with as many terms as keep every int32 sum below 2^31
-(ProductGroup). FP64 accumulation runs group by group in one fixed order (smallest scale
-first), touching values only by int32 -> float64 conversion and multiplication by powers of two
-(both exact), additions, and a final ldexp by the row and column exponents, so CPU and GPU
-results agree bit for bit. On the CPU the INT8 GEMMs are float64 GEMMs of the integer slices:
-every partial sum is an integer below 2^31, hence exact, whatever the BLAS does.
+How many digits (the plan: s_a, s_b and the largest p + q kept, T):
+- int8-<s>: s_a = s_b = s, T = s + 1 (the seed paper's triangle).
+- int8-auto (default): the cheapest plan whose a-priori error bound (ozaki_bound.py) is at most
+  the target, by default FP64 GEMM's own bound gamma_n (target_error= sets another). For
+  matmul the bound uses both operands' row and column statistics; for the simulator's
+  apply_batched it uses the gate and a bound that holds for every state, so no pass over the
+  state is needed.
+- int8-auto with rho: the seed paper's rule, the smallest s whose average mantissa loss is at
+  most rho bits (needs a pass over both operands).
 
-Large products run in tiles (rows of A x columns of B) that keep the working memory within
-workspace_bytes. On the GPU the slices of a tile are written by one kernel straight into the
-concatenated layout each group's GEMM reads (cublas_ex.gemm_tn takes C-contiguous operands), and
-one kernel does the FP64 accumulation and writes the output once.
+Where the work runs:
+- apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every
+  amplitude read and written once.
+- otherwise tile by tile: digits written by one kernel (or numpy) in each INT8 GEMM's
+  concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
+  group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
+  three quarters of the device memory free at call time (at least 64 MiB; 1 GiB on the CPU).
 """
 import collections
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array, to_host
+from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, to_host
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
+from .ozaki_bound import (
+    check_target,
+    choose_plan,
+    fp64_gemm_bound,
+    merge_summaries,
+    relative_bound,
+    summarize_rows,
+    worst_case_columns,
+)
+from .ozaki_gate import apply_fused_gate, embedded_gate_rows, plan_launch
+from .ozaki_plan import ProductPlan, accumulate, plan_products
 from .ozaki_split import (
-    INT32_MAX,
     SlicePlacements,
     add_needed_bits_histogram,
     bits_per_slice,
@@ -54,60 +64,13 @@ from .registry import INT8_SPLITS
 
 AUTO = "auto"
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
-# Bytes per element of the CPU path's temporaries while splitting or scanning a row
-# (frexp outputs, the int64 significand and shifts, the digit before narrowing to int8).
-_CPU_SPLIT_TEMPORARY_BYTES = 64
+MIN_AUTO_WORKSPACE = 64 << 20
+AUTO_WORKSPACE_FRACTION = 0.75
+# Bytes per element of the CPU path's temporaries while splitting a row (frexp outputs, int64
+# significand, shifts, carry, the digit before narrowing).
+_CPU_SPLIT_TEMPORARY_BYTES = 80
 _THREADS = 256
 _ACCUMULATE_SOURCE = Path(__file__).with_name("kernels") / "ozaki_accumulate.cu"
-
-
-# -- which INT8 products, in which order ----------------------------------------------------
-@dataclass(frozen=True)
-class ProductGroup:
-    """Slice products A_p B_{t-p} for p = first..last: one INT8 GEMM of the slices concatenated
-    along k, scaled by 2^(-t b) with t = diagonal."""
-
-    diagonal: int
-    first: int
-    last: int
-
-    @property
-    def length(self) -> int:
-        return self.last - self.first + 1
-
-
-@dataclass(frozen=True)
-class ProductPlan:
-    """The products of an s-slice Ozaki GEMM of inner size `inner` (the embedded size, 2k for
-    complex), groups listed in accumulation order."""
-
-    n_slices: int
-    bits: int
-    inner: int
-    groups: tuple
-
-    @property
-    def pairs(self) -> int:
-        """Slice pairs (p, q) computed: s(s+1)/2."""
-        return sum(group.length for group in self.groups)
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.array([2.0 ** (-group.diagonal * self.bits) for group in self.groups])
-
-
-@functools.lru_cache(maxsize=None)
-def plan_products(n_slices: int, inner: int) -> ProductPlan:
-    """Groups of the diagonals t = s+1 down to 2 (smallest scale first, so the FP64 sum loses
-    least), each split into runs of p short enough that no int32 sum can overflow:
-    terms * inner * (2^b - 1)^2 <= 2^31 - 1."""
-    bits = bits_per_slice(inner)
-    max_terms = INT32_MAX // (max(inner, 1) * ((1 << bits) - 1) ** 2)
-    groups = []
-    for diagonal in range(n_slices + 1, 1, -1):
-        for first in range(1, diagonal, max_terms):
-            groups.append(ProductGroup(diagonal, first, min(diagonal - 1, first + max_terms - 1)))
-    return ProductPlan(n_slices, bits, inner, tuple(groups))
 
 
 # -- working memory -------------------------------------------------------------------------
@@ -117,16 +80,17 @@ def _padded(inner: int) -> int:
 
 def a_row_bytes(plan: ProductPlan, b_rows: int) -> int:
     """Working bytes per row of A in a tile with b_rows embedded rows of B: the larger of the
-    GPU's (slices in group layout, int32 group products) and the CPU's (int8 and float64
-    slices, split temporaries, float64 product and accumulator)."""
+    GPU's (digits in group layout, int32 group products) and the CPU's (int8 and float64
+    digits, split temporaries, float64 diagonal sums and accumulator)."""
+    diagonals = len(plan.diagonals)
     gpu = plan.pairs * _padded(plan.inner) + 4 * len(plan.groups) * b_rows
-    cpu = (9 * plan.n_slices + _CPU_SPLIT_TEMPORARY_BYTES) * plan.inner + 24 * b_rows
+    cpu = (9 * plan.a_slices + _CPU_SPLIT_TEMPORARY_BYTES) * plan.inner + 8 * (diagonals + 3) * b_rows
     return max(gpu, cpu) + 4
 
 
 def b_row_bytes(plan: ProductPlan) -> int:
-    """Working bytes per embedded row of B: the float64 row, its slices, split temporaries."""
-    slices = max(plan.pairs * _padded(plan.inner), 9 * plan.n_slices * plan.inner)
+    """Working bytes per embedded row of B: the float64 row, its digits, split temporaries."""
+    slices = max(plan.pairs * _padded(plan.inner), 9 * plan.b_slices * plan.inner)
     return slices + (8 + _CPU_SPLIT_TEMPORARY_BYTES) * plan.inner + 4
 
 
@@ -135,32 +99,56 @@ class OzakiBackend(GemmBackend):
     """Complex (or real) GEMM emulated with INT8 x INT8 -> INT32 products (module docstring).
 
     Arguments:
-        splits: number of slices s per operand, an int in 3..18, or "auto" to choose per GEMM
-            the smallest s whose average mantissa loss is at most rho (design brief 4.6); when
-            no s <= 18 qualifies that GEMM falls back to native complex128 matmul.
-        rho: auto only: the average loss threshold in bits per nonzero element (default 0.0:
-            no bit lost). Giving it with a fixed s raises BackendError.
-        workspace_bytes: working memory a call may use beyond its inputs and output.
+        splits: digits per operand, an int in 3..18, or "auto".
+        target_error: auto only: the error target relative to ||a_i||_2 ||b_j||_2 per entry
+            (default: FP64 GEMM's bound gamma_n for the embedded inner size n).
+        rho: auto only: use the seed paper's rule instead, average mantissa bits lost per
+            element <= rho; when no s <= 18 qualifies that GEMM falls back to native matmul.
+        workspace_bytes: working memory of the tile path (default: module docstring).
+        fused: use the fused gate kernel on the GPU where it applies (default True).
 
     matmul(a, b): (m, k) @ (k, n); complex128 result when either input is complex, float64
-    when both are real. last_call_info: {"splits": s}, or {"splits": None, "fallback": "zgemm"}
-    for a fallback; over the chunks of apply_batched the largest s, with "fallback": "zgemm"
-    added when any chunk fell back. statistics() adds "splits_histogram" {s: GEMMs} and
-    "fallbacks" (GEMMs done natively), one count per matmul call (per chunk in apply_batched).
+    when both are real. last_call_info: {"splits": max(s_a, s_b), "splits_a", "splits_b",
+    "top", "pairs", "rule", "bound" (the relative error bound), "kernel"}, or
+    {"splits": None, "fallback": "zgemm"} for a rho fallback. In apply_batched A is the
+    state and B the gate, reported as "splits_state" and "splits_gate".
     """
 
     name = "int8"
     description = "INT8 Ozaki scheme (fixed or automatic number of splits)"
-    OPTIONS = ("rho", "workspace_bytes")
+    OPTIONS = ("rho", "target_error", "workspace_bytes", "fused")
 
-    def __init__(self, splits, rho=None, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
-        super().__init__(workspace_bytes)
+    def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True):
+        super().__init__(DEFAULT_WORKSPACE_BYTES if workspace_bytes is None else workspace_bytes)
+        self.auto_workspace = workspace_bytes is None
         self.fixed_splits = _check_splits(splits)
         self.rho = _check_rho(rho, self.fixed_splits)
-        self.options = {"splits": splits, "workspace_bytes": self.workspace_bytes}
+        if target_error is not None and (self.fixed_splits is not None or self.rho is not None):
+            raise BackendError("target_error applies only to int8-auto without rho (the two rules exclude each other)")
+        self.target_error = None if target_error is None else check_target(target_error)
+        if not isinstance(fused, bool):
+            raise BackendError(f"fused must be True or False, got {fused!r}")
+        self.fused = fused
+        self._prepared = {}  # id(u) -> (u, plan, statistics), from prepare()
+        self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
+        self.options = {"splits": splits, "workspace_bytes": "auto" if self.auto_workspace else self.workspace_bytes,
+                        "fused": fused}
         if self.fixed_splits is None:
-            self.options["rho"] = self.rho
+            self.options.update({"rule": self.rule, "rho": self.rho, "target_error": self.target_error})
         self.reset_statistics()
+
+    @property
+    def rule(self) -> str:
+        if self.fixed_splits is not None:
+            return "fixed"
+        return "rho" if self.rho is not None else "target"
+
+    def reserved_workspace_bytes(self) -> int:
+        """Memory the simulator must leave free: the auto workspace sizes itself at call time."""
+        return MIN_AUTO_WORKSPACE if self.auto_workspace else self.workspace_bytes
+
+    def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
+        return on_gpu and self.fused and plan_launch(k, plan_products(7, 2 * k)) is not None
 
     # -- interface ----------------------------------------------------------------------
     def matmul(self, a, b):
@@ -169,47 +157,143 @@ class OzakiBackend(GemmBackend):
         (m, k), n = a.shape, b.shape[1]
         self._count(m, k, n)
         width = 2 if is_complex else 1
-        if m == 0 or n == 0 or k == 0:  # no element that could lose bits: the smallest s
-            return self._finish(xp.zeros((m, n), a.dtype), self.fixed_splits or INT8_SPLITS.start)
+        inner = width * k
+        if m == 0 or n == 0 or k == 0:  # nothing to represent: the smallest plan
+            plan = plan_products(self.fixed_splits or INT8_SPLITS.start, max(inner, 1))
+            return self._finish(xp.zeros((m, n), a.dtype), plan, "tiles")
         a_rows = a.view(xp.float64) if is_complex else a
-        scan_plan = self._largest_plan(width * k)
-        a_exps, b_exps, histogram = self._scan(a_rows, b, width, scan_plan)
-        splits = self.fixed_splits or choose_splits(to_host(histogram), scan_plan.bits, self.rho, INT8_SPLITS)
-        if splits is None:
-            return self._finish(xp.matmul(a, b), None)
+        bits = bits_per_slice(inner)
+        workspace = self._workspace(is_gpu_array(a))
+        a_exps, b_exps, statistics = self._scan(a_rows, b, width, bits, workspace)
+        plan = self._plan(inner, statistics)
+        if plan is None:
+            return self._finish(xp.matmul(a, b), None, "zgemm")
         out = xp.empty((m, n), a.dtype)
-        self._multiply(plan_products(splits, width * k), a_rows, a_exps, b, b_exps, width,
-                       out.view(xp.float64) if is_complex else out)
-        return self._finish(out, splits)
+        self._multiply(plan, a_rows, a_exps, b, b_exps, width, out.view(xp.float64) if is_complex else out, workspace)
+        return self._finish(out, plan, "tiles", statistics)
+
+    def apply_batched(self, u, x, out):
+        """out[l] = u @ x[l] for every l (GemmBackend.apply_batched), with one plan per gate."""
+        n_left, k, n_right = x.shape
+        self._count(n_left * n_right, k, k)
+        on_gpu = is_gpu_array(x)
+        prepared = self._prepared.get(id(u))
+        plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
+        if plan is None:  # rho found no s: native, as matmul does
+            _native_apply(u, x, out)
+            self._finish(None, None, "zgemm")
+            return
+        launch = plan_launch(k, plan) if on_gpu and self.fused else None
+        if launch is not None:
+            apply_fused_gate(u, x, out, plan, launch, self._deferred_flag)
+            kernel = "fused"
+        else:
+            self._apply_tiles(u, x, out, plan, self._workspace(on_gpu))
+            kernel = "tiles"
+        self._finish(None, plan, kernel, statistics, gate=True)
+
+    def gate_plan(self, u, x=None):
+        """(plan, statistics) for a gate u (K, K) on state views x (L, K, R); the state is
+        looked at only by the rho rule."""
+        k = u.shape[0]
+        inner = 2 * k
+        if self.fixed_splits is not None:
+            return plan_products(self.fixed_splits, inner), {}
+        bits = bits_per_slice(inner)
+        gate_rows = to_host(embedded_gate_rows(u))
+        gate_exps, finite = row_exponents(gate_rows, bits)
+        if not finite:
+            raise BackendError("the gate matrix contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
+        if self.rho is not None:
+            histogram = _state_histogram(x, bits)
+            add_needed_bits_histogram(gate_rows, gate_exps, histogram)
+            return self._plan(inner, {"histogram": histogram}), {}
+        statistics = {"a": worst_case_columns(inner, bits), "b": summarize_rows(gate_rows, gate_exps, bits)}
+        return self._plan(inner, statistics), statistics
+
+    def prepare(self, u) -> None:
+        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched."""
+        if self.rule == "target":
+            self._prepared[id(u)] = (u, *self.gate_plan(u))
+
+    def start_run(self) -> None:
+        cp = cupy_module()
+        self._deferred_flag = cp.zeros(1, cp.int32) if cp is not None and _has_gpu() else None
+
+    def finish_run(self) -> None:
+        flag, self._deferred_flag = self._deferred_flag, None
+        self._prepared.clear()
+        if flag is not None and int(flag[0]):
+            raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
 
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
-        """Workspace per row of A for a complex (m, k) @ (k, n), B's slices included: the
-        workspace over the rows one tile can hold beside them (for the largest s this backend
+        """Workspace per row of A for a complex (m, k) @ (k, n), B's digits included: the
+        workspace over the rows one tile can hold beside them (for the largest plan this backend
         may use), so that a chunk of workspace_bytes // (this + copies) rows is one tile."""
-        row_step, _ = self._tile_sizes(None, n, 2, self._largest_plan(2 * k))
+        row_step, _ = self._tile_sizes(None, n, 2, self._largest_plan(2 * k), self.workspace_bytes)
         return -(-self.workspace_bytes // row_step)
 
     def reset_statistics(self) -> None:
         super().reset_statistics()
         self.split_counts = collections.Counter()
+        self.pair_count = 0
         self.fallbacks = 0
 
     def statistics(self) -> dict:
         stats = super().statistics()
         stats["splits_histogram"] = dict(sorted(self.split_counts.items()))
+        stats["pairs"] = self.pair_count
         stats["fallbacks"] = self.fallbacks
         return stats
 
-    # -- steps --------------------------------------------------------------------------
+    # -- plans ----------------------------------------------------------------------------
+    def _plan(self, inner: int, statistics: dict):
+        """The plan of this backend's rule, or None (rho found no s: native fallback)."""
+        if self.fixed_splits is not None:
+            return plan_products(self.fixed_splits, inner)
+        bits = bits_per_slice(inner)
+        if self.rho is not None:
+            splits = choose_splits(to_host(statistics["histogram"]), bits, self.rho, INT8_SPLITS)
+            return None if splits is None else plan_products(splits, inner)
+        target = self.target_error if self.target_error is not None else fp64_gemm_bound(inner)
+        plan, _ = choose_plan(inner, statistics["a"], statistics["b"], target,
+                              a_range=INT8_SPLITS, b_range=INT8_SPLITS)
+        if plan is None:
+            raise BackendError(f"no INT8 plan with at most {INT8_SPLITS.stop - 1} digits meets target_error="
+                               f"{target:.3g}; raise the target or use a native backend")
+        return plan
+
     def _largest_plan(self, inner: int) -> ProductPlan:
-        """The plan of the largest s a call may use: memory is planned for it before auto chooses."""
+        """The plan of the most digits a call may use: memory is planned for it before auto chooses."""
         return plan_products(self.fixed_splits or INT8_SPLITS[-1], inner)
 
-    def _multiply(self, plan, a_rows, a_exps, b, b_exps, width: int, out_rows) -> None:
+    # -- tiles ----------------------------------------------------------------------------
+    def _apply_tiles(self, u, x, out, plan: ProductPlan, workspace: int) -> None:
+        """The tile path of apply_batched: columns of the view in chunks as rows of A, B = u^T."""
+        n_left, k, n_right = x.shape
+        xp = array_module(x)
+        row_bytes = a_row_bytes(plan, 2 * k) + 32 * k  # + transposed copy and result
+        b_bytes = 2 * k * b_row_bytes(plan)
+        max_columns = max(1, (workspace - b_bytes) // row_bytes)
+        u_t = xp.asarray(u, dtype=xp.complex128).T
+        for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
+            block = x[ls, :, rs]
+            lc, _, rc = block.shape
+            rows = xp.ascontiguousarray(block.transpose(0, 2, 1)).reshape(lc * rc, k)
+            a_rows = rows.view(xp.float64)
+            a_exps, finite = row_exponents(a_rows, plan.bits)
+            if not bool(finite):
+                raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
+            b_exps, _ = row_exponents(_b_rows(u_t, slice(0, k), 2), plan.bits)
+            product = xp.empty((lc * rc, k), xp.complex128)
+            self._multiply(plan, a_rows, a_exps, u_t, b_exps, 2, product.view(xp.float64), workspace)
+            out[ls, :, rs] = product.reshape(lc, rc, k).transpose(0, 2, 1)
+
+    def _multiply(self, plan, a_rows, a_exps, b, b_exps, width: int, out_rows, workspace: int) -> None:
         """out_rows (m, width * n) float64 view of the output = the Ozaki product, tile by tile:
-        B's columns outside (their slices made once per tile), rows of A inside."""
+        B's columns outside (their digits made once per tile), rows of A inside."""
         m, n = a_rows.shape[0], b.shape[1]
-        row_step, col_step = self._tile_sizes(m, n, width, plan)
+        row_step, col_step = self._tile_sizes(m, n, width, plan, workspace)
         tile_products = _TILE_PRODUCTS[is_gpu_array(a_rows)]
         for cols in _steps(n, col_step):
             embedded = slice(width * cols.start, width * cols.stop)
@@ -217,56 +301,82 @@ class OzakiBackend(GemmBackend):
             for rows in _steps(m, row_step):
                 b_tile.multiply(a_rows[rows], a_exps[rows], out_rows[rows, embedded])
 
-    def _scan(self, a_rows, b, width: int, plan: ProductPlan):
+    def _scan(self, a_rows, b, width: int, bits: int, workspace: int):
         """Row exponents of A (m,) and of the embedded rows of B (width * n,), int32, after
-        checking that both are finite; for auto, also the needed-bits histogram of both."""
+        checking that both are finite, and what the auto rule needs: {"histogram"} for rho,
+        {"a", "b"} summaries for the error target."""
         xp = array_module(a_rows)
         m, n = a_rows.shape[0], b.shape[1]
-        row_step, col_step = self._tile_sizes(m, n, width, plan)
-        histogram = new_histogram(xp) if self.fixed_splits is None else None
+        row_step, col_step = self._tile_sizes(m, n, width, self._largest_plan(width * b.shape[0]), workspace)
         a_exps, b_exps = xp.empty(m, xp.int32), xp.empty(width * n, xp.int32)
+        statistics = {"histogram": new_histogram(xp)} if self.rule == "rho" else {}
         a_finite = b_finite = True
         for rows in _steps(m, row_step):
-            a_exps[rows], finite = row_exponents(a_rows[rows])
+            a_exps[rows], finite = row_exponents(a_rows[rows], bits)
             a_finite = a_finite & finite
-            if histogram is not None:
-                add_needed_bits_histogram(a_rows[rows], a_exps[rows], histogram)
+            self._gather(statistics, "a", a_rows[rows], a_exps[rows], bits)
         for cols in _steps(n, col_step):
             b_tile = _b_rows(b, cols, width)
-            exps, finite = row_exponents(b_tile)
+            exps, finite = row_exponents(b_tile, bits)
             b_exps[width * cols.start:width * cols.stop] = exps
             b_finite = b_finite & finite
-            if histogram is not None:  # every other embedded row holds all of a column's parts
-                add_needed_bits_histogram(b_tile[::width], xp.ascontiguousarray(exps[::width]), histogram)
+            # every other embedded row holds all of a column's parts
+            self._gather(statistics, "b", b_tile[::width], xp.ascontiguousarray(exps[::width]), bits)
         for name, finite in (("a", a_finite), ("b", b_finite)):
             if not bool(finite):
                 raise BackendError(
                     f"matmul operand {name} contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
-        return a_exps, b_exps, histogram
+        return a_exps, b_exps, statistics
 
-    def _tile_sizes(self, m, n: int, width: int, plan: ProductPlan) -> tuple:
+    def _gather(self, statistics: dict, side: str, rows, exps, bits: int) -> None:
+        if self.rule == "rho":
+            add_needed_bits_histogram(rows, exps, statistics["histogram"])
+        elif self.rule == "target":
+            summary = summarize_rows(rows, exps, bits)
+            statistics[side] = merge_summaries(statistics[side], summary) if side in statistics else summary
+
+    def _workspace(self, on_gpu: bool) -> int:
+        """The working memory of this call: fixed, or on the GPU a share of what is free now."""
+        if not self.auto_workspace or not on_gpu:
+            return self.workspace_bytes
+        cp = cupy_module()
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
+
+    def _tile_sizes(self, m, n: int, width: int, plan: ProductPlan, workspace: int) -> tuple:
         """(rows of A, columns of B) per tile, as even as the counts allow: B's columns take at
         most half the workspace, rows of A (m of them; None for unbounded) the rest."""
         per_column = width * b_row_bytes(plan)
-        col_step = _even_step(n, max(1, self.workspace_bytes // 2 // per_column))
+        col_step = _even_step(n, max(1, workspace // 2 // per_column))
         per_row = a_row_bytes(plan, width * col_step)
-        row_step = (self.workspace_bytes - col_step * per_column) // per_row
+        row_step = (workspace - col_step * per_column) // per_row
         if row_step < 1:
             raise BackendError(
-                f"workspace_bytes={self.workspace_bytes} is too small for inner size {plan.inner // width}: "
+                f"workspace_bytes={workspace} is too small for inner size {plan.inner // width}: "
                 f"one row and one column need {per_row + per_column} bytes; raise workspace_bytes"
             )
         return (row_step if m is None else _even_step(m, row_step)), col_step
 
-    def _finish(self, out, splits):
-        if splits is None:
+    def _finish(self, out, plan, kernel: str, statistics: dict = None, gate: bool = False):
+        if plan is None:
             info = dict(FALLBACK_INFO)
             self.fallbacks += 1
         else:
-            info = {"splits": splits}
-            self.split_counts[splits] += 1
-        self.last_call_info = info  # GemmBackend.apply_batched merges the chunks' infos
+            a_name, b_name = ("splits_state", "splits_gate") if gate else ("splits_a", "splits_b")
+            info = {"splits": plan.n_slices, a_name: plan.a_slices, b_name: plan.b_slices, "top": plan.top,
+                    "pairs": plan.pairs, "rule": self.rule, "kernel": kernel}
+            if statistics and "a" in statistics:
+                info["bound"] = relative_bound(plan, statistics["a"], statistics["b"])
+            self.split_counts[plan.n_slices] += 1
+            self.pair_count += plan.pairs
+        self.last_call_info = info
         return out
+
+
+def _has_gpu() -> bool:
+    from .arrays import gpu_available
+
+    return gpu_available()
 
 
 def _check_splits(splits):
@@ -282,7 +392,7 @@ def _check_splits(splits):
 
 def _check_rho(rho, fixed_splits):
     if rho is None:
-        return 0.0 if fixed_splits is None else None
+        return None
     if fixed_splits is not None:
         raise BackendError(f"rho applies only to int8-auto; int8-{fixed_splits} uses a fixed number of splits")
     if isinstance(rho, bool) or not isinstance(rho, (int, float, np.integer, np.floating)) or not 0 <= rho < np.inf:
@@ -297,6 +407,27 @@ def _check_operands(a, b):
     dtype = xp.complex128 if is_complex else xp.float64
     return xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), is_complex
 
+
+def _native_apply(u, x, out) -> None:
+    xp = array_module(x)
+    out[...] = xp.matmul(xp.asarray(u, dtype=xp.complex128), x)
+
+
+def _state_histogram(x, bits: int):
+    """The needed-bits histogram (ozaki_split.add_needed_bits_histogram) of the columns of the
+    (L, K, R) view x, each column as one row [re, im, re, im, ...], in chunks of whole groups l."""
+    xp = array_module(x)
+    histogram = new_histogram(xp)
+    n_left, k, n_right = x.shape
+    for ls, rs in iter_column_chunks(n_left, n_right, max(1, (1 << 22) // k)):
+        rows = xp.ascontiguousarray(x[ls, :, rs].transpose(0, 2, 1)).reshape(-1, k).view(xp.float64)
+        exps, finite = row_exponents(rows, bits)
+        if not bool(finite):
+            raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
+        add_needed_bits_histogram(rows, exps, histogram)
+    return histogram
+
+
 def _b_rows(b, cols: slice, width: int):
     """The embedded rows of B^T for columns `cols` of b (k, n): (width * n_cols, width * k)
     float64, C-contiguous. Complex: rows [Re b_j, -Im b_j] and [Im b_j, Re b_j], interleaved
@@ -305,14 +436,7 @@ def _b_rows(b, cols: slice, width: int):
     block = b[:, cols]
     if width == 1:
         return xp.ascontiguousarray(block.T)
-    n_cols, k = block.shape[1], block.shape[0]
-    rows = xp.empty((n_cols, 2, k, 2), xp.float64)
-    real, imag = block.real.T, block.imag.T
-    rows[:, 0, :, 0] = real
-    xp.negative(imag, out=rows[:, 0, :, 1])
-    rows[:, 1, :, 0] = imag
-    rows[:, 1, :, 1] = real
-    return rows.reshape(2 * n_cols, 2 * k)
+    return embedded_gate_rows(block.T)
 
 
 def _even_step(total: int, limit: int) -> int:
@@ -329,30 +453,29 @@ def _steps(total: int, step: int):
 # -- products of one tile -------------------------------------------------------------------
 class _CpuTileProducts:
     """Ozaki products of row tiles of A with one tile of B's embedded rows, with numpy: float64
-    GEMMs of the integer slices, exact because every partial sum is an integer below 2^31."""
+    GEMMs of the integer digits, exact because every partial sum is an integer below 2^31."""
 
     def __init__(self, plan: ProductPlan, b_rows, b_exps):
         self.plan = plan
         self.b_exps = b_exps
-        # Stacked B_s, ..., B_1 so that a group's B_{t-first} .. B_{t-last} are adjacent.
-        slices = split_rows(b_rows, b_exps, plan.n_slices, plan.bits, np.float64)
-        self.b_slices = np.ascontiguousarray(slices[:, ::-1, :])
+        self.b_digits = split_rows(b_rows, b_exps, plan.b_slices, plan.bits, np.float64)
 
     def multiply(self, a_rows, a_exps, out) -> None:
         """out (rows, b_rows) = the scaled Ozaki product of a_rows (rows, inner) float64."""
         plan = self.plan
-        a_slices = split_rows(a_rows, a_exps, plan.n_slices, plan.bits, np.float64)
-        acc = np.zeros(out.shape)
-        for group, weight in zip(plan.groups, plan.weights):
-            a_side = a_slices[:, group.first - 1:group.last, :].reshape(a_slices.shape[0], -1)
-            b_start = plan.n_slices - (group.diagonal - group.first)
-            b_side = self.b_slices[:, b_start:b_start + group.length, :].reshape(self.b_slices.shape[0], -1)
-            acc += (a_side @ b_side.T) * weight
-        out[...] = np.ldexp(acc, a_exps[:, None] + self.b_exps[None, :])
+        a_digits = split_rows(a_rows, a_exps, plan.a_slices, plan.bits, np.float64)
+        sums = {}
+        for group in plan.groups:
+            ps = np.arange(group.first, group.last + 1)
+            a_side = a_digits[:, ps - 1, :].reshape(a_digits.shape[0], -1)
+            b_side = self.b_digits[:, group.diagonal - ps - 1, :].reshape(self.b_digits.shape[0], -1)
+            product = a_side @ b_side.T
+            sums[group.diagonal] = sums[group.diagonal] + product if group.diagonal in sums else product
+        out[...] = accumulate(plan, sums, a_exps[:, None] + self.b_exps[None, :])
 
 
 class _GpuTileProducts:
-    """The same on the GPU: slices written by one kernel into each group's concatenated
+    """The same on the GPU: digits written by one kernel into each group's concatenated
     layout, one cublas_ex.gemm_tn INT8 GEMM per group, one accumulation kernel."""
 
     def __init__(self, plan: ProductPlan, b_rows, b_exps):
@@ -361,10 +484,10 @@ class _GpuTileProducts:
         self.b_exps = b_exps
         self.padded = _padded(plan.inner)
         self.spans = _group_spans(plan, self.padded)
-        self.weights = cp.asarray(plan.weights)
-        self.a_placements = _placements(plan, self.padded, self.spans, lambda group, p: p)
+        self.group_terms = tuple(cp.asarray(a) for a in _group_accumulation(plan))
+        self.a_placements = _placements(plan, self.padded, self.spans, plan.a_slices, lambda group, p: p)
         self.a_device_placements = self.a_placements.on_device()
-        b_placements = _placements(plan, self.padded, self.spans, lambda group, p: group.diagonal - p)
+        b_placements = _placements(plan, self.padded, self.spans, plan.b_slices, lambda group, p: group.diagonal - p)
         self.b_groups = self._split(b_rows, b_exps, b_placements, b_placements.on_device())
 
     def _split(self, rows, exps, placements, device_placements) -> list:
@@ -385,12 +508,27 @@ class _GpuTileProducts:
         count = n_rows * n_cols
         max_blocks = cp.cuda.Device().attributes["MultiProcessorCount"] * 32
         blocks = max(1, min(max_blocks, -(-count // _THREADS)))
+        shifts, chunk_ends, weights = self.group_terms
         _accumulate_kernel()((blocks,), (_THREADS,), (
-            products, cp.int32(len(self.spans)), self.weights, cp.int64(n_rows), cp.int32(n_cols),
+            products, cp.int32(len(self.spans)), shifts, chunk_ends, weights, cp.int64(n_rows), cp.int32(n_cols),
             a_exps, self.b_exps, out, cp.int64(out.strides[0] // out.itemsize)))
 
 
 _TILE_PRODUCTS = {False: _CpuTileProducts, True: _GpuTileProducts}
+
+
+def _group_accumulation(plan: ProductPlan) -> tuple:
+    """Per group: its shift b (t_top - t) inside its chunk (int32), whether it ends its chunk
+    (int32 0/1), and the chunk's weight 2^(-b t_top) (float64): ozaki_plan steps 2-3."""
+    chunk_of = {t: chunk for chunk in plan.chunks for t in chunk}
+    shifts, ends, weights = [], [], []
+    for index, group in enumerate(plan.groups):
+        chunk = chunk_of[group.diagonal]
+        following = plan.groups[index + 1] if index + 1 < len(plan.groups) else None
+        shifts.append(plan.bits * (chunk[0] - group.diagonal))
+        ends.append(int(following is None or chunk_of[following.diagonal] != chunk))
+        weights.append(2.0 ** (-plan.bits * chunk[0]))
+    return np.array(shifts, np.int32), np.array(ends, np.int32), np.array(weights)
 
 
 def _group_spans(plan: ProductPlan, padded: int) -> list:
@@ -402,14 +540,14 @@ def _group_spans(plan: ProductPlan, padded: int) -> list:
     return spans
 
 
-def _placements(plan: ProductPlan, padded: int, spans: list, slice_at) -> SlicePlacements:
-    """Where each slice goes in the group layout; slice_at(group, p) is the slice standing at
-    A-slice p's position (p itself for A, t - p for B)."""
+def _placements(plan: ProductPlan, padded: int, spans: list, n_slices: int, slice_at) -> SlicePlacements:
+    """Where each digit goes in the group layout; slice_at(group, p) is the digit standing at
+    A-digit p's position (p itself for A, t - p for B)."""
     entries = []
     for group, (start, width) in zip(plan.groups, spans):
         for position, p in enumerate(range(group.first, group.last + 1)):
             entries.append((slice_at(group, p), start, width, position * padded))
-    return SlicePlacements(entries, plan.n_slices)
+    return SlicePlacements(entries, n_slices)
 
 
 @functools.lru_cache(maxsize=None)

@@ -75,7 +75,11 @@ def _circuit_arguments(parser):
 
 def _backend_option_arguments(parser):
     group = parser.add_argument_group("backend options (only for the backends that take them)")
-    group.add_argument("--rho", type=float, help="int8-auto: allowed average mantissa bits lost (default 0)")
+    group.add_argument("--target-error", type=float, metavar="X",
+                       help="int8-auto: error target relative to ||a_i|| ||b_j|| per entry (default: FP64 GEMM's "
+                       "bound gamma_n)")
+    group.add_argument("--rho", type=float,
+                       help="int8-auto: use the seed paper's rule instead, average mantissa bits lost <= rho")
     group.add_argument("--block", type=int, help="fp16x2: summation block size along k (0 = unblocked)")
     group.add_argument("--accumulate", choices=["fp32", "fp64"], help="fp16x2: precision of the block sums")
     group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default 1)")
@@ -91,7 +95,8 @@ def _positive_int(text):
 # -- commands -------------------------------------------------------------------------------
 def _backend_options(args) -> dict:
     workspace = None if args.workspace_gib is None else int(args.workspace_gib * (1 << 30))
-    return {"rho": args.rho, "block": args.block, "accumulate": args.accumulate, "workspace_bytes": workspace}
+    return {"rho": args.rho, "target_error": args.target_error, "block": args.block, "accumulate": args.accumulate,
+            "workspace_bytes": workspace}
 
 
 def _build_circuit(args):
@@ -193,9 +198,16 @@ def _summary(report: dict) -> str:
         f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
         f"norm            {report['norm']:.16f}",
     ]
+    if report.get("x_floor") is not None:
+        lines.append(f"memory floor    {report['floor_time_s']:.4f} s for all gates ({report['x_floor']:.2f}x: "
+                     f"read + write the state once per gate at {report['copy_bandwidth_Bps'] / 1e12:.2f} TB/s)")
+    for path, stats in report.get("time_by_path", {}).items():
+        lines.append(f"  path {path:<9} {stats['gates']} gates, {stats['total_s']:.4f} s, "
+                     f"median {stats['median_s'] * 1e3:.3f} ms")
     splits = splits_summary(report["per_gate"])
     if splits:
-        lines.append(f"INT8 splits     min {splits['min']}, max {splits['max']}, mean {splits['mean']:.2f}")
+        lines.append(f"INT8 splits     min {splits['min']}, max {splits['max']}, mean {splits['mean']:.2f}"
+                     f" (state/gate digits, largest p + q: {_plans(report['per_gate'])})")
     fallbacks = sum(1 for g in report["per_gate"] if g.get("fallback"))
     if fallbacks:
         lines.append(f"fallbacks       {fallbacks} gates used native ZGEMM (no s <= 18 met rho)")
@@ -207,6 +219,15 @@ def _summary(report: dict) -> str:
         top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
         lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))
     return "\n".join(lines)
+
+
+def _plans(per_gate: list) -> str:
+    counts = {}
+    for info in per_gate:
+        if "pairs" in info:
+            key = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
+            counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{plan} x{n}" for plan, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _write_json(path, payload) -> None:

@@ -31,6 +31,8 @@ class Result:
     memory_measure: str
     backend_options: dict = field(default_factory=dict)
     backend_statistics: dict = field(default_factory=dict)
+    prepare_time_s: float = 0.0  # host work per gate done before the timed gates (plans)
+    copy_bandwidth_Bps: float = None  # device copy bandwidth measured by the run (GPU), for the floor
     accuracy: dict = None  # filled in when a reference run was asked for
 
     @property
@@ -40,6 +42,20 @@ class Result:
     @property
     def n_gates(self) -> int:
         return len(self.gate_times_s)
+
+    def floor_time_s(self):
+        """Seconds to read and write the state once per gate at the measured copy bandwidth."""
+        if not self.copy_bandwidth_Bps:
+            return None
+        return self.n_gates * 32 * (1 << self.n_qubits) / self.copy_bandwidth_Bps
+
+    def time_by_path(self) -> dict:
+        """{kernel path: {"gates", "total_s", "median_s"}} from the per-gate "kernel" reports."""
+        paths = {}
+        for info, seconds in zip(self.gate_info, self.gate_times_s):
+            paths.setdefault(info.get("kernel") or "default", []).append(seconds)
+        return {path: {"gates": len(times), "total_s": float(sum(times)), "median_s": float(np.median(times))}
+                for path, times in paths.items()}
 
     def tflops(self) -> float:
         total = self.total_time_s
@@ -92,9 +108,14 @@ class Result:
             "backend_options": self.backend_options,
             "device": self.device,
             "total_time_s": self.total_time_s,
+            "prepare_time_s": self.prepare_time_s,
             "gate_time_s": {"mean": float(times.mean()), "median": float(np.median(times)),
                             "min": float(times.min()), "max": float(times.max())},
             "effective_tflops": self.tflops(),
+            "copy_bandwidth_Bps": self.copy_bandwidth_Bps,
+            "floor_time_s": self.floor_time_s(),
+            "x_floor": self.total_time_s / self.floor_time_s() if self.floor_time_s() else None,
+            "time_by_path": self.time_by_path(),
             "peak_memory_bytes": int(self.peak_memory_bytes),
             "memory_measure": self.memory_measure,
             "amplitude_0": {"re": amp0.real, "im": amp0.imag},

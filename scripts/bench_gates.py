@@ -1,12 +1,15 @@
-"""Per-gate time of dense d-qubit gates on an N-qubit state, beside the memory floor.
+"""Per-gate time of dense d-qubit gates on an N-qubit state, for several backends side by side.
 
-For d = 2..10 and targets starting at qubit 0, the middle and the top, applies a Haar-random
-gate through the engine's own path (qsim.apply + a registry backend) on a random normalized
-state and reports the median time, the memory floor (read + write the state once: 32 * 2^N bytes
-over the measured copy bandwidth) and the ratio. With --compare-cublas-only the small-gate
-kernel is switched off in a second column, to show what it buys.
+For each N, d and first target q, applies one Haar-random gate through the engine's own path
+(qsim.apply + a registry backend) to a random normalized state and reports, per backend, the
+median time (CUDA events, after a warm-up), the memory floor (read + write the state once:
+32 * 2^N bytes over the copy bandwidth measured in the same run), time / floor, time / the first
+backend's time (the baseline, measured in the same run), the kernel path, the INT8 plan, and with
+--error the error of that one gate against a double-double application of it
+(||out - ref||_2 / ||ref||_2, on a fresh copy of the state).
 
-    python scripts/bench_gates.py --qubits 28 30 --device gpu --json out.json
+    python scripts/bench_gates.py --qubits 28 30 --gate-sizes 2 3 4 5 6 --backends cublas,int8-auto,int8-8 \\
+        --targets 0 2 middle top --error --json out.json
 """
 import argparse
 import json
@@ -18,34 +21,63 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import gemm_backend  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
-from qsim.apply import apply_plan, plan_gate  # noqa: E402
+from qsim.apply import apply_plan, apply_plan_pair, plan_gate  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402
 
 
-def bench_size(n_qubits, gate_sizes, device, backends, bandwidth, repeats):
+def first_targets(n_qubits: int, d: int, names) -> list:
+    """The first target qubits asked for: integers, 'middle' or 'top'."""
+    named = {"middle": (n_qubits - d) // 2, "top": n_qubits - d}
+    targets = [named[n] if n in named else int(n) for n in names]
+    return sorted({q for q in targets if 0 <= q <= n_qubits - d})
+
+
+def gate_error(plan, state, u_dev, backend, xp) -> float:
+    """||U psi (backend) - U psi (double-double)||_2 / ||U psi (dd)||_2 for one gate."""
+    from gemm_backend.doubledouble import apply_batched_dd
+
+    out = state.copy()
+    apply_plan(plan, out, lambda x, o: backend.apply_batched(u_dev, x, o), None)
+    hi, lo = state.copy(), xp.zeros_like(state)
+    apply_plan_pair(plan, hi, lo, lambda h, low: apply_batched_dd(u_dev, h, low), 1 << 24)
+    difference = (out - hi) - lo
+    return float(xp.linalg.norm(difference) / xp.linalg.norm(hi))
+
+
+def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, repeats, with_error):
     xp = device.xp
     rng = np.random.default_rng(n_qubits)
     state = xp.asarray(rng.standard_normal(1 << n_qubits)) + 1j * xp.asarray(rng.standard_normal(1 << n_qubits))
     state /= xp.linalg.norm(state)
-    scratch = xp.empty_like(state)
+    needs_spare = any(not b.works_in_place(1 << d, device.on_gpu) for b in backends.values() for d in gate_sizes)
+    scratch = xp.empty_like(state) if needs_spare else None
     floor = 32 * (1 << n_qubits) / bandwidth
+    baseline = next(iter(backends))
     rows = []
     for d in gate_sizes:
         u = haar_unitary(1 << d, rng)
         u_dev = xp.asarray(u)
-        for low in sorted({0, (n_qubits - d) // 2, n_qubits - d}):
+        for low in first_targets(n_qubits, d, target_names):
             plan = plan_gate(n_qubits, tuple(range(low, low + d)), u)
             row = {"qubits": n_qubits, "d": d, "first_target": low, "floor_ms": floor * 1e3}
             for label, backend in backends.items():
-                if label == "cublas_only" and plan.k > 32:
-                    continue  # same path as the engine column above the small-gate kernel's range
+                backend.warm_up(u_dev, xp.asarray(rng.standard_normal((2, 1 << d, min(1 << low, 64))) + 0j))
+                backend.prepare(u_dev)
                 spare = None if backend.works_in_place(plan.k, device.on_gpu) else scratch
                 product = lambda x, out, b=backend: b.apply_batched(u_dev, x, out)  # noqa: E731
                 seconds = median_time(lambda: apply_plan(plan, state, product, spare), device.on_gpu, repeats)
+                info = backend.last_call_info
                 row[f"{label}_ms"] = seconds * 1e3
-                row[f"{label}_over_floor"] = seconds / floor
-                row[f"{label}_kernel"] = backend.last_call_info.get("kernel", "")
+                row[f"{label}_x_floor"] = seconds / floor
+                row[f"{label}_x_base"] = seconds * 1e3 / row[f"{baseline}_ms"]
+                row[f"{label}_kernel"] = info.get("kernel", "")
+                if "pairs" in info:
+                    row[f"{label}_plan"] = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
+                if with_error:
+                    state /= xp.linalg.norm(state)
+                    row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)
+                backend.finish_run()
             rows.append(row)
     return rows
 
@@ -54,32 +86,45 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--qubits", type=int, nargs="+", default=[28])
     parser.add_argument("--gate-sizes", type=int, nargs="+", default=list(range(2, 11)))
-    parser.add_argument("--backend", default="cublas")
+    parser.add_argument("--targets", nargs="+", default=["0", "middle", "top"],
+                        help="first target qubits: integers, 'middle', 'top'")
+    parser.add_argument("--backends", default="cublas", help="comma-separated; the first is the baseline")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--compare-cublas-only", action="store_true",
-                        help="add a column with the small-gate kernel off (cublas backend only)")
+    parser.add_argument("--error", action="store_true", help="also the error of one gate against double-double")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     device = resolve_device(args.device)
-    backends = {"engine": gemm_backend.get(args.backend)}
-    if args.compare_cublas_only:
-        backends["cublas_only"] = gemm_backend.get("cublas", small_gate_max_qubits=0)
+    backends = {}
+    for name in args.backends.split(","):
+        name, _, option = name.partition(":")  # e.g. int8-8:fused=False
+        options = dict(_option(o) for o in option.split(";") if o)
+        backends[name + (":" + option if option else "")] = gemm_backend.get(name, **options)
     bandwidth = copy_bandwidth(device.on_gpu)
-    print(f"device {device.name()}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, backend {args.backend}")
+    print(f"device {device.name()}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, backends {', '.join(backends)}")
     rows = []
     for n_qubits in args.qubits:
-        rows += bench_size(n_qubits, args.gate_sizes, device, backends, bandwidth, args.repeats)
+        rows += bench_size(n_qubits, args.gate_sizes, args.targets, device, backends, bandwidth, args.repeats,
+                           args.error)
         if device.on_gpu:
             device.xp.get_default_memory_pool().free_all_blocks()
-    columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "q", "{}"), ("floor_ms", "floor_ms", "{:.2f}")]
+    columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "q", "{}"), ("floor_ms", "floor", "{:.2f}")]
     for label in backends:
-        columns += [(f"{label}_ms", f"{label}_ms", "{:.2f}"), (f"{label}_over_floor", "x_floor", "{:.2f}"),
-                    (f"{label}_kernel", "kernel", "{}")]
+        short = label.split(":")[0]
+        columns += [(f"{label}_ms", f"{short}_ms", "{:.2f}"), (f"{label}_x_floor", "x_flr", "{:.2f}"),
+                    (f"{label}_x_base", "x_base", "{:.2f}"), (f"{label}_kernel", "path", "{}"),
+                    (f"{label}_plan", "plan", "{}")]
+        if args.error:
+            columns.append((f"{label}_error", "error", "{:.1e}"))
     print_table(rows, columns)
     if args.json:
-        Path(args.json).write_text(json.dumps({"bandwidth_Bps": bandwidth, "device": device.name(), "rows": rows},
-                                              indent=2))
+        Path(args.json).write_text(json.dumps({"bandwidth_Bps": bandwidth, "device": device.name(),
+                                               "backends": list(backends), "rows": rows}, indent=2))
+
+
+def _option(text: str):
+    key, _, value = text.partition("=")
+    return key, {"True": True, "False": False}.get(value, value)
 
 
 if __name__ == "__main__":

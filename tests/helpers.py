@@ -15,6 +15,12 @@ def draw(rng, shape, dist: str, kind: str):
     return real_part() if kind == "real" else real_part() + 1j * real_part()
 
 
+def same_bits(x, y) -> bool:
+    """Same dtype, shape and bytes (NaNs and signed zeros included)."""
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
 def normwise_error(c, ref) -> float:
     return float(np.abs(c - ref).max() / np.abs(ref).max())
 

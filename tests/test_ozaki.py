@@ -8,8 +8,11 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki import OzakiBackend, plan_products
+from gemm_backend.ozaki import OzakiBackend
+from gemm_backend.ozaki_plan import plan_products
 from gemm_backend.ozaki_split import choose_splits, new_histogram, row_exponents, split_rows
+
+from .helpers import same_bits
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 UNIT_ROUNDOFF = 2.0**-53
@@ -49,11 +52,6 @@ def exact_product(a, b):
     return out
 
 
-def same_bits(x, y) -> bool:
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-
-
 # -- the references ----------------------------------------------------------------------
 def test_dd_reference_and_ozaki_against_exact_fractions(rng):
     a = seed_paper_matrix(rng, (3, 6), 2.0, True)
@@ -71,22 +69,24 @@ def test_dd_reference_and_ozaki_against_exact_fractions(rng):
                 assert abs(Fraction(pick(c[i, j])) - exact[i][j][part]) <= 2 * UNIT_ROUNDOFF * magnitude[i, j]
 
 
-def test_slices_reconstruct_their_row_exactly(rng):
+def test_digits_reconstruct_the_rounded_row_exactly(rng):
+    """Balanced 8-bit digits in [-128, 127] whose base-256 value is rint(x 2^(s b - e)) exactly;
+    |x - that| <= 2^(e - s b - 1), and every bit is kept once the digits reach the last one."""
     x = np.concatenate([seed_paper_matrix(rng, (3, 9), 4.0, False),
                         np.array([[2.0**-1074, -3 * 2.0**-1070, 2.0**-1022, 0, 0, 0, 0, 0, 0.0]])])
-    exps, finite = row_exponents(x)
-    assert finite and exps[3] == -1021  # max 2^-1022 sits just below 2^-1021
-    n_slices, bits = 18, 7
-    slices = split_rows(x, exps, n_slices, bits)
-    assert slices.dtype == np.int8 and np.abs(slices).max() <= 127
-    for i, row in enumerate(x):
-        for j, value in enumerate(row):
-            digits = [int(d) for d in slices[i, :, j]]
-            assert all(d == 0 or (d < 0) == (value < 0) for d in digits)
-            rebuilt = sum(Fraction(d) * Fraction(2) ** (int(exps[i]) - (p + 1) * bits) for p, d in enumerate(digits))
-            assert abs(Fraction(value) - rebuilt) < Fraction(2) ** (int(exps[i]) - n_slices * bits)
-            if value and int(exps[i]) - np.frexp(value)[1] + 53 <= n_slices * bits:
-                assert rebuilt == Fraction(value)  # all significant bits fit in the slices
+    bits = 8
+    exps, finite = row_exponents(x, bits)
+    assert finite and exps[3] == -1020  # max 2^-1022 = 0.5 * 2^-1021: one step above the frexp exponent
+    for n_slices in (3, 9, 18):
+        digits = split_rows(x, exps, n_slices, bits)
+        assert digits.dtype == np.int8
+        for i, row in enumerate(x):
+            for j, value in enumerate(row):
+                integer = sum(int(d) << (bits * (n_slices - 1 - p)) for p, d in enumerate(digits[i, :, j]))
+                exact = Fraction(value) * Fraction(2) ** (n_slices * bits - int(exps[i]))
+                assert abs(Fraction(integer) - exact) <= Fraction(1, 2)
+                if int(exps[i]) - np.frexp(value)[1] + 53 <= n_slices * bits:
+                    assert Fraction(integer) == exact  # all significant bits fit in the digits
 
 
 # -- accuracy against double-double -------------------------------------------------------
@@ -96,17 +96,18 @@ def test_error_falls_as_splits_grow(phi, is_complex, rng):
     a = seed_paper_matrix(rng, (40, 48), phi, is_complex)
     b = seed_paper_matrix(rng, (48, 36), phi, is_complex)
     reference = matmul_dd(a, b)
-    errors = [relative_error(gemm_backend.get(f"int8-{s}").matmul(a, b), reference) for s in (3, 5, 7, 9)]
-    assert errors[0] > 1e-7  # 3 slices of 7 bits really do truncate
+    errors = [relative_error(gemm_backend.get(f"int8-{s}").matmul(a, b), reference) for s in (3, 4, 5, 6)]
+    assert errors[0] > 1e-9  # 3 digits of 8 bits really do truncate
     for coarse, fine in zip(errors, errors[1:]):
-        assert fine < coarse / 100  # 14 more bits per two splits
+        assert fine < coarse / 30  # 8 more bits per digit
 
 
 @pytest.mark.parametrize("is_complex", [False, True])
 @pytest.mark.parametrize("phi", PHIS)
 def test_accuracy_against_numpy(phi, is_complex, rng):
-    """s >= 13 with phi <= 1 no worse than numpy's FP64 matmul; int8-auto within 2x of it for
-    every phi (both errors measured against double-double)."""
+    """s >= 13 with phi <= 1 no worse than numpy's FP64 matmul; int8-auto with the seed paper's
+    rule (rho = 0: no bit lost) within 2x of it for every phi (both measured against
+    double-double). The default error-target rule is checked in test_ozaki_bound.py."""
     a = seed_paper_matrix(rng, (40, 64), phi, is_complex)
     b = seed_paper_matrix(rng, (64, 36), phi, is_complex)
     reference = matmul_dd(a, b)
@@ -114,7 +115,7 @@ def test_accuracy_against_numpy(phi, is_complex, rng):
     if phi <= 1:
         for splits in (13, 18):
             assert relative_error(gemm_backend.get(f"int8-{splits}").matmul(a, b), reference) <= numpy_error
-    auto = gemm_backend.get("int8-auto")
+    auto = gemm_backend.get("int8-auto", rho=0.0)
     assert relative_error(auto.matmul(a, b), reference) <= 2 * numpy_error
     assert auto.last_call_info["splits"] in range(3, 19)
 
@@ -126,21 +127,21 @@ def test_cancellation_a_times_its_inverse(rng):
     a_inverse = np.linalg.solve(a, np.eye(48))
     reference = matmul_dd(a, a_inverse)
     numpy_error = relative_error(a @ a_inverse, reference)
-    errors = {s: relative_error(gemm_backend.get(f"int8-{s}").matmul(a, a_inverse), reference) for s in (7, 9, 13)}
-    assert errors[7] > errors[9] > errors[13]
-    assert errors[13] < numpy_error / 10
-    assert relative_error(gemm_backend.get("int8-auto").matmul(a, a_inverse), reference) < numpy_error / 10
+    errors = {s: relative_error(gemm_backend.get(f"int8-{s}").matmul(a, a_inverse), reference) for s in (5, 7, 11)}
+    assert errors[5] > errors[7] > errors[11]
+    assert errors[11] < numpy_error / 10
+    assert relative_error(gemm_backend.get("int8-auto", rho=0.0).matmul(a, a_inverse), reference) < numpy_error / 10
 
 
 @pytest.mark.parametrize("is_complex", [False, True])
 def test_long_inner_dimension(is_complex, rng):
-    """k = 2^17: the embedded complex product has inner size 2^18, so 6 bits per slice and at most
-    two slice products per int32 GEMM; real ones keep 7 bits and one product per GEMM."""
+    """k = 2^17: the embedded complex product has inner size 2^18, so 7-bit digits and one digit
+    product per int32 GEMM; real ones (inner 2^17) keep 7 bits and three products per GEMM."""
     k = 1 << 17
     a = seed_paper_matrix(rng, (2, k), 1.0, is_complex)
     b = seed_paper_matrix(rng, (k, 3), 1.0, is_complex)
     plan = plan_products(13, 2 * k if is_complex else k)
-    assert (plan.bits, max(g.length for g in plan.groups)) == ((6, 2) if is_complex else (7, 1))
+    assert (plan.bits, max(g.length for g in plan.groups)) == ((7, 1) if is_complex else (7, 3))
     reference = matmul_dd(a, b)
     assert relative_error(gemm_backend.get("int8-13").matmul(a, b), reference) <= relative_error(a @ b, reference)
 
@@ -165,6 +166,7 @@ def test_zero_rows_and_columns(rng):
     rest[2], rest[:, 1] = False, False
     assert np.abs(c - a @ b)[rest].max() <= 1e-15 * np.abs(a @ b)[rest].max()
     assert not gemm_backend.get("int8-auto").matmul(np.zeros((3, 4)), b[:4]).any()
+    assert not gemm_backend.get("int8-auto", rho=0.0).matmul(np.zeros((3, 4)), b[:4]).any()
 
 
 def test_exact_powers_of_two_and_range_ends():
@@ -212,7 +214,7 @@ def test_repeated_runs_and_tilings_give_identical_bits(rng):
         first = gemm_backend.get(name).matmul(a, b)
         assert same_bits(first, gemm_backend.get(name).matmul(a.copy(), b.copy()))
         tiled = gemm_backend.get(name, workspace_bytes=300_000)
-        rows, columns = tiled._tile_sizes(130, 45, 2, plan_products(11, 140))
+        rows, columns = tiled._tile_sizes(130, 45, 2, plan_products(11, 140), tiled.workspace_bytes)
         assert rows < 130 and columns < 45  # several tiles both ways
         assert same_bits(first, tiled.matmul(a, b))
 
@@ -234,7 +236,7 @@ def test_empty_products():
     backend = gemm_backend.get("int8-auto")
     assert backend.matmul(np.ones((0, 3)), np.ones((3, 2))).shape == (0, 2)
     assert not backend.matmul(np.ones((2, 0), complex), np.ones((0, 4))).any()
-    assert backend.last_call_info == {"splits": 3}
+    assert backend.last_call_info["splits"] == 3
 
 
 @pytest.mark.parametrize("a_shape, b_shape, message", [
@@ -274,20 +276,21 @@ def test_auto_splits_shrink_as_rho_grows(rng):
         chosen.append(backend.last_call_info["splits"])
     assert chosen == sorted(chosen, reverse=True) and chosen[0] >= chosen[-1] + 2
     # rho = 0: no element loses a bit, so the result equals the fixed-s product with that s
-    assert same_bits(gemm_backend.get("int8-auto").matmul(a, b), gemm_backend.get(f"int8-{chosen[0]}").matmul(a, b))
+    assert same_bits(gemm_backend.get("int8-auto", rho=0.0).matmul(a, b),
+                     gemm_backend.get(f"int8-{chosen[0]}").matmul(a, b))
 
 
 def test_auto_falls_back_to_native_when_no_split_count_suffices():
     a = np.array([[1.0, 1e-300], [1e-290, 1.0]])
     b = np.array([[2.0, 1.0], [3.0, -1.0]])
-    backend = gemm_backend.get("int8-auto")
+    backend = gemm_backend.get("int8-auto", rho=0.0)
     assert same_bits(backend.matmul(a, b), a @ b)
     assert backend.last_call_info == {"splits": None, "fallback": "zgemm"}
     assert backend.statistics()["fallbacks"] == 1 and backend.statistics()["splits_histogram"] == {}
     # a generous rho accepts the loss instead
     lenient = gemm_backend.get("int8-auto", rho=2000.0)
     lenient.matmul(a, b)
-    assert lenient.last_call_info == {"splits": 3}
+    assert lenient.last_call_info["splits"] == 3 and lenient.last_call_info["rule"] == "rho"
 
 
 # -- construction -------------------------------------------------------------------------
@@ -297,8 +300,9 @@ def test_registry_names():
         assert isinstance(backend, OzakiBackend) and backend.fixed_splits == splits
         assert backend.name == f"int8-{splits}" and backend.options["splits"] == splits
     auto = gemm_backend.get("int8-auto", rho=1.5)
-    assert auto.fixed_splits is None and auto.rho == 1.5 and auto.options["rho"] == 1.5
-    assert gemm_backend.get("int8-auto").rho == 0.0
+    assert auto.fixed_splits is None and auto.rho == 1.5 and auto.options["rho"] == 1.5 and auto.rule == "rho"
+    default = gemm_backend.get("int8-auto")
+    assert default.rho is None and default.rule == "target" and default.target_error is None
     for name in ("int8-2", "int8-19"):
         with pytest.raises(BackendError, match="3..18"):
             gemm_backend.get(name)
@@ -322,7 +326,7 @@ def test_bad_options():
 
 
 # -- the engine's entry point -------------------------------------------------------------
-@pytest.mark.parametrize("shape", [(6, 8, 5), (40, 16, 1), (1, 4, 64)])
+@pytest.mark.parametrize("shape", [(6, 8, 5), (40, 16, 1), (1, 4, 64), (3, 128, 2)])
 def test_apply_batched_equals_dense_product(shape, rng):
     n_left, k, n_right = shape
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
@@ -335,38 +339,47 @@ def test_apply_batched_equals_dense_product(shape, rng):
     out = np.empty_like(x)
     whole.apply_batched(u, x, out)
     assert relative_error(out, reference) <= relative_error(dense, reference) + 2 * UNIT_ROUNDOFF
-    assert whole.last_call_info == {"splits": 13}
-    chunked = gemm_backend.get("int8-13", workspace_bytes=20 * whole.workspace_bytes_per_row(k, k))
+    info = whole.last_call_info
+    assert (info["splits_state"], info["splits_gate"], info["top"], info["kernel"]) == (13, 13, 14, "tiles")
+    chunked = gemm_backend.get("int8-13", workspace_bytes=4 * whole.workspace_bytes_per_row(k, k) + (1 << 20))
     in_place = x.copy()
     chunked.apply_batched(u, in_place, in_place)
-    assert same_bits(in_place, out)  # chunking changes nothing for a fixed s
-    assert chunked.statistics()["splits_histogram"][13] == chunked.statistics()["calls"] > 1
+    assert same_bits(in_place, out)  # chunking changes nothing for a fixed plan
+    assert chunked.statistics()["splits_histogram"] == {13: 1} and chunked.statistics()["calls"] == 1
 
 
-def test_apply_batched_chunks_fit_the_workspace():
-    """A chunk of the inherited apply_batched is one tile, B's slices included."""
-    for name in ("int8-5", "int8-auto"):
-        for k in (2, 32, 1024):
-            backend = gemm_backend.get(name, workspace_bytes=64 << 20)
-            per_row = backend.workspace_bytes_per_row(k, k)
-            chunk_rows = backend.workspace_bytes // (per_row + 32 * k)  # as GemmBackend.apply_batched
-            plan = plan_products(backend.fixed_splits or 18, 2 * k)
-            assert backend._tile_sizes(chunk_rows, k, 2, plan)[0] == chunk_rows
+def test_apply_batched_plans_from_the_gate_alone(rng):
+    """The default rule looks at the gate only: any state gets the same plan, and a prepared
+    gate is not planned again."""
+    u = seed_paper_matrix(rng, (16, 16), 1.0, True)
+    backend = gemm_backend.get("int8-auto")
+    infos = []
+    for scale in (1.0, 1e-200):
+        x = seed_paper_matrix(rng, (8, 16, 4), 4.0, True) * scale
+        backend.apply_batched(u, x, x)
+        infos.append(backend.last_call_info)
+    assert infos[0] == infos[1] and infos[0]["rule"] == "target"
+    backend.prepare(u)
+    assert backend._prepared[id(u)][1].describe() == backend.gate_plan(u)[0].describe()
+    backend.finish_run()
+    assert not backend._prepared
 
 
-def test_apply_batched_reports_largest_splits_and_fallbacks(rng):
+def test_apply_batched_rho_rule_looks_at_the_state(rng):
     u = seed_paper_matrix(rng, (4, 4), 1.0, True)
     x = seed_paper_matrix(rng, (40, 4, 2), 1.0, True)
-    x[39, :, 1] = [1.0, 1e-300, 0.0, 0.0]  # only the last chunk needs more than 18 splits
-    per_row = gemm_backend.get("int8-auto").workspace_bytes_per_row(4, 4)
-    backend = gemm_backend.get("int8-auto", workspace_bytes=20 * per_row)
-    backend.apply_batched(u, x.copy(), x)
-    stats = backend.statistics()
-    assert stats["calls"] > 2 and stats["fallbacks"] == 1
-    assert sum(stats["splits_histogram"].values()) == stats["calls"] - 1
-    assert backend.last_call_info == {"splits": max(stats["splits_histogram"]), "fallback": "zgemm"}
-    backend.reset_statistics()
-    assert backend.statistics() == {"calls": 0, "flops": 0.0, "splits_histogram": {}, "fallbacks": 0}
+    backend = gemm_backend.get("int8-auto", rho=0.0)
+    backend.apply_batched(u, x.copy(), np.empty_like(x))
+    plain = backend.last_call_info["splits"]
+    x[39, :, 1] = [1.0, 1e-20, 0.0, 0.0]  # one column needs ~66 more bits
+    backend.apply_batched(u, x.copy(), np.empty_like(x))
+    assert backend.last_call_info["splits"] > plain
+    x[39, :, 1] = [1.0, 1e-300, 0.0, 0.0]  # no s <= 18 keeps every bit: native product
+    out = np.empty_like(x)
+    backend.apply_batched(u, x, out)
+    assert backend.last_call_info == {"splits": None, "fallback": "zgemm"}
+    assert same_bits(out, np.matmul(u, x))
+    assert backend.statistics()["fallbacks"] == 1
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -394,7 +407,9 @@ def test_gpu_matches_cpu_bit_for_bit(name, is_complex, shape, rng):
     got = gpu_backend.matmul(cp.asarray(a), cp.asarray(b))
     assert "fallback" not in cpu_backend.last_call_info  # a native fallback is not bit-reproducible across devices
     assert isinstance(got, cp.ndarray) and same_bits(got.get(), expected)
-    assert gpu_backend.last_call_info == cpu_backend.last_call_info
+    # the bound is summed on each device in its own order: equal to rounding, the plan exactly
+    bound = (gpu_backend.last_call_info.pop("bound", 0.0), cpu_backend.last_call_info.pop("bound", 0.0))
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info and bound[0] == pytest.approx(bound[1], rel=1e-12)
 
 
 @pytest.mark.gpu
@@ -417,7 +432,7 @@ def test_gpu_tiles_and_subnormal_results_match_cpu(rng):
     a = seed_paper_matrix(rng, (513, 200), 2.0, True) * 2.0**-540
     b = seed_paper_matrix(rng, (200, 150), 2.0, True) * 2.0**-530  # products near 2^-1070
     for name in ("int8-9", "int8-auto"):
-        backend = gemm_backend.get(name, workspace_bytes=2_000_000)
+        backend = gemm_backend.get(name, workspace_bytes=4_000_000)
         expected = backend.matmul(a, b)
         assert np.abs(expected).min() < 2.0**-1022  # some results are subnormal
         assert same_bits(backend.matmul(cp.asarray(a), cp.asarray(b)).get(), expected)

@@ -1,8 +1,8 @@
-// Row scales and INT8 slices for the Ozaki scheme; the numpy twin is gemm_backend/ozaki_split.py
-// and both must give the same bits. Every kernel gives one warp to a row of a row-major float64
-// matrix x (rows, cols) whose rows start row_stride elements apart; the lanes walk the columns,
-// so loads are coalesced. Only exact operations touch values (fabs, frexp, ldexp by 53 of a
-// number in [0.5, 1) by 53 + bits, integer shifts), so results do not depend on compiler contractions.
+// Row scales and balanced INT8 digits for the Ozaki scheme; the numpy twin is
+// gemm_backend/ozaki_split.py and both must give the same bits. Every kernel gives one warp to a
+// row of a row-major float64 matrix x (rows, cols) whose rows start row_stride elements apart; the
+// lanes walk the columns, so loads are coalesced. Only correctly rounded operations touch values
+// (fabs, frexp, ldexp, rint, integer shifts), so results do not depend on compiler contractions.
 
 #define FULL_MASK 0xffffffffu
 #define FLOAT64_SIGNIFICAND_BITS 53
@@ -12,10 +12,19 @@
 __device__ __forceinline__ long long global_warp() { return (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ long long warp_count() { return ((long long)gridDim.x * blockDim.x) >> 5; }
 
-// exponents[i] = frexp exponent of max_j |x_ij| (0 for an all-zero row); *nonfinite = 1 when
+// The row exponent of ozaki_split.py for a row maximum m >= 0: with m = f 2^E (frexp), E + 1
+// while f < 1 - 2^(1 - bits), else E + 2; 0 for m = 0.
+__device__ __forceinline__ int row_exponent_of_max(double max_abs, int bits)
+{
+    int e;
+    const double fraction = frexp(max_abs, &e);
+    return max_abs > 0.0 ? e + (fraction >= 1.0 - ldexp(1.0, 1 - bits) ? 2 : 1) : 0;
+}
+
+// exponents[i] = the row exponent of max_j |x_ij| (0 for an all-zero row); *nonfinite = 1 when
 // any element is NaN or Inf.
 extern "C" __global__ void ozaki_row_exponents(const double *__restrict__ x, long long rows, int cols,
-                                               long long row_stride, int *__restrict__ exponents,
+                                               long long row_stride, int bits, int *__restrict__ exponents,
                                                int *__restrict__ nonfinite)
 {
     const int lane = threadIdx.x & 31;
@@ -32,9 +41,7 @@ extern "C" __global__ void ozaki_row_exponents(const double *__restrict__ x, lon
             max_abs = fmax(max_abs, __shfl_xor_sync(FULL_MASK, max_abs, offset));
         bad = __any_sync(FULL_MASK, bad);
         if (lane == 0) {
-            int e;
-            frexp(max_abs, &e);
-            exponents[row] = e;
+            exponents[row] = row_exponent_of_max(bad ? 0.0 : max_abs, bits);
             if (bad) *nonfinite = 1;
         }
     }
@@ -69,9 +76,9 @@ extern "C" __global__ void ozaki_needed_bits_histogram(const double *__restrict_
         if (block_hist[i]) atomicAdd(&hist[i], (unsigned long long)block_hist[i]);
 }
 
-// Slices 1..n_slices of every row under its row exponent (ozaki_split.split_rows), each written
+// Digits 1..n_slices of every row under its row exponent (ozaki_split.split_rows), each written
 // to every placement listed for it: placements placement_starts[p-1] .. placement_starts[p]-1
-// of slice p put element (i, j) at
+// of digit p put element (i, j) at
 //     out[group_starts[q] * rows + i * row_lengths[q] + column_offsets[q] + j].
 // Columns cols..padded_cols-1 are written as zeros (k padding for the INT8 GEMM).
 extern "C" __global__ void ozaki_split_rows(const double *__restrict__ x, long long rows, int cols, int padded_cols,
@@ -83,23 +90,30 @@ extern "C" __global__ void ozaki_split_rows(const double *__restrict__ x, long l
                                             signed char *__restrict__ out)
 {
     const int lane = threadIdx.x & 31;
-    const long long mask = (1LL << bits) - 1;
+    const long long mask = (1LL << bits) - 1, half = 1LL << (bits - 1), base = 1LL << bits;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
         const double *r = x + row * row_stride;
         const int e = exponents[row];
         for (int j = lane; j < padded_cols; j += 32) {
-            const double v = j < cols ? r[j] : 0.0;
+            // X = rint(x 2^(s b - e)) = sign * significand * 2^low_zeros, exactly
+            const double integer = rint(ldexp(j < cols ? r[j] : 0.0, n_slices * bits - e));
             int exponent;
-            const double fraction = frexp(fabs(v), &exponent);
-            // significand << bits, so that every digit is a clamped right shift (ozaki_split.split_rows)
-            const long long shifted = (long long)ldexp(fraction, FLOAT64_SIGNIFICAND_BITS + bits);
-            int right = bits + FLOAT64_SIGNIFICAND_BITS - exponent + e;
-            for (int p = 1; p <= n_slices; ++p) {
-                right -= bits;
-                const long long digit = (shifted >> min(max(right, 0), SHIFT_LIMIT)) & mask;
-                const signed char value = (signed char)(v < 0.0 ? -digit : digit);
+            const double fraction = frexp(fabs(integer), &exponent);
+            const bool big = exponent > FLOAT64_SIGNIFICAND_BITS;
+            const int low_zeros = big ? exponent - FLOAT64_SIGNIFICAND_BITS : 0;
+            const long long significand = big ? (long long)ldexp(fraction, FLOAT64_SIGNIFICAND_BITS)
+                                              : (long long)fabs(integer);
+            const long long sign = integer < 0.0 ? -1 : 1;
+            long long carry = 0;
+            for (int p = n_slices; p >= 1; --p) {  // plain digits to balanced ones, least significant first
+                const int shift = (n_slices - p) * bits - low_zeros;
+                const long long plain =
+                    (shift >= 0 ? significand >> min(shift, SHIFT_LIMIT) : significand << min(-shift, bits)) & mask;
+                long long digit = sign * plain + carry;
+                carry = (digit >= half) - (digit < -half);
+                digit -= carry * base;
                 for (int q = placement_starts[p - 1]; q < placement_starts[p]; ++q)
-                    out[group_starts[q] * rows + row * row_lengths[q] + column_offsets[q] + j] = value;
+                    out[group_starts[q] * rows + row * row_lengths[q] + column_offsets[q] + j] = (signed char)digit;
             }
         }
     }

@@ -1,0 +1,348 @@
+// Fused INT8 Ozaki-I gate: out[l, :, r] = U @ x[l, :, r] on a C-contiguous (L, K, R) complex128
+// view, every amplitude read once and written once (gemm_backend/ozaki_gate.py). The arithmetic
+// is the specification of gemm_backend/ozaki_split.py and ozaki_plan.py, with A = the state
+// columns (SX digits, b = 8) and B = the gate (SG digits, precomputed in mma fragment order):
+//   column exponent e   (row rule of ozaki_split.py over the column's 2K reals)
+//   X = rint(x 2^(8 SX - e)), balanced base-256 digits = bytes of (X + 0x80..80) xor 0x80
+//   D_t = sum_{p + q = t} (digits_p . gate_q)    exact int32 (mma.sync m16n8k32 s8 x s8 -> s32)
+//   chunks of diagonals combined exactly in int32, acc += V * 2^(-8 t_top), out = acc * 2^(e + f)
+// so its bits equal the numpy path's. The plan (SX, SG, TOP and the chunk tops, a bit mask) is
+// compiled in: every loop over digit pairs unrolls to exactly the products the plan keeps.
+//
+// Work split (blocks of up to 8 warps, a persistent grid): a warp owns COLUMNS = 8 NT
+// consecutive columns (l, r) and all 2K outputs of them. mma "n" = column, "k" = embedded input
+// index (permuted: lane t of a quad owns amplitudes 4j + t), "m" = embedded output row (m-tile mt
+// holds amplitudes 8 mt + g, Re in rows g, Im in rows g + 8). The column digits live in
+// registers; the gate fragments in shared memory. With PREFETCH, each lane copies the next
+// tile's amplitudes it will own into shared memory (cp.async) while the current tile is
+// computed. Columns are disjoint between warps and a warp reads its tile whole before writing
+// it, so out may alias x.
+
+#define MAX_WARPS_PER_BLOCK 8
+#define DIGIT_BITS 8
+#define BAD_COLUMN (-0x40000000)  // column exponent marking NaN or Inf in the column
+
+template <int K> struct GateShape {
+    static constexpr int KT = (2 * K + 31) / 32;  // k-tiles of 32 embedded inputs
+    static constexpr int MT = (2 * K + 15) / 16;  // m-tiles of 8 output amplitudes
+    static constexpr int SLOTS = 4 * KT;          // amplitude slots per lane (amplitude 4 j + t)
+};
+
+// 2^k as a double, for k in -1074..1023 (subnormal powers included).
+__device__ __forceinline__ double two_to(int k)
+{
+    return k >= -1022 ? __longlong_as_double((long long)(k + 1023) << 52) : __longlong_as_double(1LL << (k + 1074));
+}
+__device__ __forceinline__ bool power_of_two_fits(int k) { return k >= -1074 && k <= 1023; }
+
+// x 2^k, correctly rounded like numpy's ldexp: a multiplication by an exact power of two where
+// 2^k is a double (the common case, one instruction), ldexp otherwise (out of line).
+__device__ __noinline__ double ldexp_slow(double x, int k) { return ldexp(x, k); }
+__device__ __forceinline__ double scale_by(double x, int k)
+{
+    return power_of_two_fits(k) ? x * two_to(k) : ldexp_slow(x, k);
+}
+
+// The row exponent of ozaki_split.py from the high word (sign cleared) of the column maximum:
+// frexp exponent E = biased - 1022, plus 1, plus 1 more when the fraction is >= 127/128, i.e.
+// the top 6 mantissa bits are ones. A subnormal or zero maximum is handled by the caller.
+__device__ __forceinline__ int exponent_from_high_word(unsigned high)
+{
+    const int biased = (int)(high >> 20);
+    return biased - 1022 + ((high & 0xFC000u) == 0xFC000u ? 2 : 1);
+}
+__device__ __forceinline__ int exponent_of_max(double max_abs)
+{
+    int e;
+    const double fraction = frexp(max_abs, &e);
+    return max_abs > 0.0 ? e + (fraction >= 127.0 / 128.0 ? 2 : 1) : 0;
+}
+
+// Bytes of (X + 0x80..80) for the scaled integer X = rint(y), least significant first, in 32-bit
+// words; digit p sits at byte SX - p (before the xor with 0x80).
+template <int SX> struct DigitWords {
+    static constexpr int WORDS = (SX + 3) / 4;
+    unsigned w[WORDS];
+};
+
+template <int SX>
+__device__ __forceinline__ DigitWords<SX> digit_words(double y)
+{
+    DigitWords<SX> out;
+    if constexpr (SX <= 8) {
+        constexpr unsigned long long OFFSET = 0x8080808080808080ULL >> (64 - 8 * SX);
+        const unsigned long long word = (unsigned long long)__double2ll_rn(y) + OFFSET;
+#pragma unroll
+        for (int i = 0; i < DigitWords<SX>::WORDS; ++i) out.w[i] = (unsigned)(word >> (32 * i));
+    } else {
+        // |X| may pass 2^63: |X| = hi 2^64 + lo with both parts exact (rint, floor, fma, conversions),
+        // then the two's complement of X in 128 bits
+        const double magnitude = fabs(rint(y));
+        const double high = floor(magnitude * 0x1p-64);
+        const double low = fma(-high, 0x1p64, magnitude);
+        unsigned long long lo = __double2ull_rz(low), hi = __double2ull_rz(high);
+        if (y < 0.0) {
+            lo = ~lo + 1;
+            hi = ~hi + (lo == 0);
+        }
+        constexpr unsigned long long OFFSET_HI = 0x8080808080808080ULL >> (128 - 8 * SX);
+        const unsigned long long sum = lo + 0x8080808080808080ULL;
+        hi += OFFSET_HI + (sum < lo);
+        lo = sum;
+#pragma unroll
+        for (int i = 0; i < DigitWords<SX>::WORDS; ++i)
+            out.w[i] = (unsigned)((i < 2 ? lo : hi) >> (32 * (i & 1)));
+    }
+    return out;
+}
+
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void copy_async_16(void *shared, const void *global, bool valid)
+{
+    const unsigned address = (unsigned)__cvta_generic_to_shared(shared);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(global), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// The column this lane loads for its n-tile (mma column n = g): sigma(n) = 4 (n & 1) + (n >> 1),
+// so that the stores (columns 2t and 2t + 1 of each lane) cover 4 consecutive columns per half.
+__device__ __forceinline__ int load_column(int g) { return 4 * (g & 1) + (g >> 1); }
+
+template <int K, class Pointer>
+__device__ __forceinline__ Pointer column_base(Pointer x, long long column, int log2_right)
+{
+    const long long right = 1LL << log2_right;
+    return x + (column >> log2_right) * K * right + (column & (right - 1));
+}
+
+// The compiled-in plan: p + q = t, 1 <= p <= SX, 1 <= q <= SG, t <= TOP; the chunk with top
+// diagonal `top` (bit `top` of CHUNK_TOPS) reaches down to just above the next chunk top, or to 2.
+template <unsigned long long CHUNK_TOPS> __device__ constexpr int chunk_bottom_of(int top)
+{
+    int below = top - 1;
+    while (below >= 2 && !((CHUNK_TOPS >> below) & 1ULL)) --below;
+    return below >= 2 ? below + 1 : 2;
+}
+
+template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NT, bool PREFETCH, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
+ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, const uint4 *__restrict__ gate,
+           const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
+{
+    using Shape = GateShape<K>;
+    constexpr int KT = Shape::KT, MT = Shape::MT, SLOTS = Shape::SLOTS, COLUMNS = 8 * NT;
+    constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
+    extern __shared__ uint4 shared[];
+    uint4 *gate_shared = shared;  // [SG][MT][KT][32]
+    int *exponents_shared = (int *)(gate_shared + SG * MT * KT * 32);
+    double2 *staged = (double2 *)(exponents_shared + 64);  // per warp [NT][SLOTS][32]
+    for (int i = threadIdx.x; i < SG * MT * KT * 32; i += blockDim.x) gate_shared[i] = gate[i];
+    for (int i = threadIdx.x; i < K; i += blockDim.x) exponents_shared[i] = gate_exponents[i];
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const int warps = blockDim.x >> 5;
+    const long long right = 1LL << log2_right;
+    double2 *my_stage = staged + warp * NT * SLOTS * 32;
+    const long long n_tiles = (n_columns + COLUMNS - 1) / COLUMNS;
+    const long long tile_step = (long long)gridDim.x * warps;
+    long long tile = blockIdx.x * (long long)warps + warp;
+    int found_bad = 0;
+
+    auto fetch = [&](long long tile_index, double2 (&v)[NT][SLOTS], bool to_stage) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            const long long column = tile_index * COLUMNS + nt * 8 + load_column(g);
+            const bool column_ok = tile_index < n_tiles && column < n_columns;
+            const double2 *base = column_base<K>(x, column_ok ? column : 0, log2_right);
+#pragma unroll
+            for (int j = 0; j < SLOTS; ++j) {
+                const int amplitude = 4 * j + t;
+                const bool ok = column_ok && amplitude < K;
+                const double2 *source = base + (ok ? amplitude : 0) * right;
+                if (to_stage)
+                    copy_async_16(&my_stage[(nt * SLOTS + j) * 32 + lane], source, ok);
+                else
+                    v[nt][j] = ok ? __ldcs(source) : make_double2(0.0, 0.0);
+            }
+        }
+    };
+
+    double2 v[NT][SLOTS];
+    if (PREFETCH) {
+        fetch(tile, v, true);
+        copy_async_commit();
+    }
+    for (; tile < n_tiles; tile += tile_step) {
+        if (PREFETCH) {
+            copy_async_wait_all();
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int j = 0; j < SLOTS; ++j) v[nt][j] = my_stage[(nt * SLOTS + j) * 32 + lane];
+            __syncwarp();
+            fetch(tile + tile_step, v, true);  // lands while this tile is computed
+            copy_async_commit();
+        } else {
+            fetch(tile, v, false);
+        }
+
+        // column exponents (a quad holds one column) from the high words of |x|, then the digits,
+        // transposed into mma B fragments
+        int exponent[NT];
+        unsigned digits[SX][KT][2][NT];
+        unsigned need_exact = 0;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            unsigned high = 0;
+#pragma unroll
+            for (int j = 0; j < SLOTS; ++j)
+                high = max(high, max((unsigned)__double2hiint(v[nt][j].x) & 0x7fffffffu,
+                                     (unsigned)__double2hiint(v[nt][j].y) & 0x7fffffffu));
+            high = max(high, __shfl_xor_sync(0xffffffffu, high, 1));
+            high = max(high, __shfl_xor_sync(0xffffffffu, high, 2));
+            exponent[nt] = high >= 0x7ff00000u ? BAD_COLUMN : exponent_from_high_word(high);
+            need_exact |= (high < 0x00100000u) << nt;  // zero or subnormal maximum: frexp below
+        }
+        if (__any_sync(0xffffffffu, need_exact)) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                double max_abs = 0.0;
+#pragma unroll
+                for (int j = 0; j < SLOTS; ++j) max_abs = fmax(max_abs, fmax(fabs(v[nt][j].x), fabs(v[nt][j].y)));
+                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
+                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+                if ((need_exact >> nt) & 1u) exponent[nt] = exponent_of_max(max_abs);
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            // y = x 2^(8 SX - e), in place: one multiplication unless 2^shift is not a double
+            const bool bad = exponent[nt] == BAD_COLUMN;
+            const int shift = bad ? 0 : 8 * SX - exponent[nt];
+            if (bad || power_of_two_fits(shift)) {
+                const double scale = bad ? 0.0 : two_to(shift);
+#pragma unroll
+                for (int j = 0; j < SLOTS; ++j) v[nt][j] = make_double2(v[nt][j].x * scale, v[nt][j].y * scale);
+            } else {
+#pragma unroll
+                for (int j = 0; j < SLOTS; ++j)
+                    v[nt][j] = make_double2(ldexp_slow(v[nt][j].x, shift), ldexp_slow(v[nt][j].y, shift));
+            }
+#pragma unroll
+            for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    // B register bytes: Re, Im of slot 4 kt + 2 h, then Re, Im of the next slot
+                    const int slot = 4 * kt + 2 * h;
+                    const double parts[4] = {v[nt][slot].x, v[nt][slot].y, v[nt][slot + 1].x, v[nt][slot + 1].y};
+                    DigitWords<SX> value[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) value[i] = digit_words<SX>(parts[i]);
+#pragma unroll
+                    for (int w = 0; w < DigitWords<SX>::WORDS; ++w) {
+                        // 4 x 4 byte transpose: out_b = byte b of the four values
+                        const unsigned t01 = __byte_perm(value[0].w[w], value[1].w[w], 0x5140);
+                        const unsigned t23 = __byte_perm(value[0].w[w], value[1].w[w], 0x7362);
+                        const unsigned u01 = __byte_perm(value[2].w[w], value[3].w[w], 0x5140);
+                        const unsigned u23 = __byte_perm(value[2].w[w], value[3].w[w], 0x7362);
+                        const unsigned bytes[4] = {__byte_perm(t01, u01, 0x5410), __byte_perm(t01, u01, 0x7632),
+                                                   __byte_perm(t23, u23, 0x5410), __byte_perm(t23, u23, 0x7632)};
+#pragma unroll
+                        for (int b = 0; b < 4; ++b) {
+                            const int position = 4 * w + b;  // digit SX - position
+                            if (position < SX) digits[SX - 1 - position][kt][h][nt] = bytes[b] ^ 0x80808080u;
+                        }
+                    }
+                }
+        }
+
+        // where this lane stores: columns 4 half + t of each n-tile, and their exponents
+        long long store_column[NT][2];
+        int store_exponent[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                store_column[nt][half] = tile * COLUMNS + nt * 8 + 4 * half + t;
+                store_exponent[nt][half] = __shfl_sync(0xffffffffu, exponent[nt], 4 * (2 * t + half));
+            }
+
+        // per m-tile: the plan's digit products, exact int32 chunks, FP64 accumulation, one store
+#pragma unroll 1
+        for (int mt = 0; mt < MT; ++mt) {
+            const uint4 *gate_tile = gate_shared + mt * KT * 32 + lane;
+            // D_t in its own int32 accumulators for every diagonal t: each gate fragment (q, kt) is
+            // read from shared memory once and used for every p, on all n-tiles
+            int diagonal[TMAX + 1][NT][4];
+#pragma unroll
+            for (int t_ = 0; t_ <= TMAX; ++t_)
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) diagonal[t_][nt][i] = 0;
+#pragma unroll
+            for (int q = 1; q <= SG; ++q) {
+                if (q + 1 > TMAX) continue;
+#pragma unroll
+                for (int kt = 0; kt < KT; ++kt) {
+                    const uint4 a = gate_tile[((q - 1) * MT * KT + kt) * 32];
+#pragma unroll
+                    for (int p = 1; p <= SX; ++p) {
+                        if (p + q > TMAX) continue;
+#pragma unroll
+                        for (int nt = 0; nt < NT; ++nt)
+                            mma_s8(diagonal[p + q][nt], a, digits[p - 1][kt][0][nt], digits[p - 1][kt][1][nt]);
+                    }
+                }
+            }
+            // chunks from the top down: V = sum D_t 2^(8 (top - t)) exactly in int32, one FP64 step each
+            double acc[NT][4];
+#pragma unroll
+            for (int top = TMAX; top >= 2; --top) {
+                if (!((CHUNK_TOPS >> top) & 1ULL)) continue;
+                const int bottom = chunk_bottom_of<CHUNK_TOPS>(top);
+                const double weight = two_to(-DIGIT_BITS * top);
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        int chunk = diagonal[top][nt][i];
+#pragma unroll
+                        for (int t_ = top - 1; t_ >= bottom; --t_) chunk += diagonal[t_][nt][i] * (1 << (DIGIT_BITS * (top - t_)));
+                        acc[nt][i] = top == TMAX ? (double)chunk * weight : fma((double)chunk, weight, acc[nt][i]);
+                    }
+            }
+
+            // C fragment: acc[nt][half] = Re, acc[nt][2 + half] = Im of amplitude 8 mt + g in mma
+            // column 2 t + half, which is state column 4 half + t of the n-tile
+            const int amplitude = 8 * mt + g;
+            const int gate_exponent = exponents_shared[amplitude < K ? amplitude : 0];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const long long column = store_column[nt][half];
+                    if (amplitude >= K || column >= n_columns) continue;
+                    if (store_exponent[nt][half] == BAD_COLUMN) {
+                        found_bad = 1;
+                        continue;
+                    }
+                    const int k = store_exponent[nt][half] + gate_exponent;
+                    const double2 value = make_double2(scale_by(acc[nt][half], k), scale_by(acc[nt][2 + half], k));
+                    __stcs(column_base<K>(out, column, log2_right) + amplitude * right, value);
+                }
+        }
+    }
+    if (found_bad) *nonfinite = 1;
+    if (PREFETCH) copy_async_wait_all();
+}

@@ -1,0 +1,190 @@
+"""The fused INT8 Ozaki-I gate kernel on the GPU (kernels/ozaki_gate.cu).
+
+out[l] = U @ x[l] on an (L, K, R) view with every amplitude read once and written once: the
+column digits are made in registers, the gate's digits (made once per gate, here) sit in shared
+memory in mma fragment order, INT8 tensor-core products, exact diagonal sums, FP64
+accumulation, one write. Its bits equal the numpy specification (ozaki.py with the same plan):
+A = the state's columns (plan.a_slices digits), B = the gate (plan.b_slices digits).
+"""
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .arrays import array_module, cupy_module
+from .errors import BackendError
+from .ozaki_split import row_exponents, split_rows
+
+FUSED_DIMS = (2, 4, 8, 16, 32, 64)
+MAX_STATE_DIGITS = 16
+MAX_TOP = 63  # the chunk tops travel as bits of a 64-bit mask
+MAX_WARPS = 8
+MIN_PREFETCH_WARPS = 4
+DIGIT_REGISTERS = 128  # per-lane registers the column digits may take (NT at K = 64)
+DIGIT_BITS = 8
+_SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
+_SHARED_PER_SM = 228 * 1024
+_SHARED_RESERVED = 1024  # per block, kept by the driver
+_EXPONENT_BYTES = 256
+_SOURCE = Path(__file__).with_name("kernels") / "ozaki_gate.cu"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel variant (the plan is compiled in) and its launch shape."""
+
+    k: int
+    state_slices: int
+    gate_slices: int
+    top: int
+    chunk_tops: int  # bit t set for every chunk's top diagonal t
+    n_tiles: int  # NT: 8-column mma tiles per warp
+    prefetch: bool
+    warps: int
+    shared_bytes: int
+    blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
+
+    @property
+    def name(self) -> str:
+        return (f"ozaki_gate<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, {self.chunk_tops}ULL, "
+                f"{self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}>")
+
+
+def tiles(k: int) -> tuple:
+    """(k-tiles, m-tiles, amplitude slots per lane) of the kernel for K = k."""
+    k_tiles, m_tiles = -(-2 * k // 32), -(-2 * k // 16)
+    return k_tiles, m_tiles, 4 * k_tiles
+
+
+def gate_bytes(k: int, gate_slices: int) -> int:
+    k_tiles, m_tiles, _ = tiles(k)
+    return gate_slices * m_tiles * k_tiles * 32 * 16
+
+
+def default_shape(k: int, state_slices: int) -> tuple:
+    """(n_tiles, prefetch, blocks_per_sm) measured fastest on the H100 (BENCHMARKS.md, N = 30,
+    s = 7): one 8-column tile per warp, prefetch and two blocks per multiprocessor up to K = 32;
+    at K = 64 the gate's digits fill shared memory, so one block, no prefetch, two tiles while
+    the digits fit in 128 registers."""
+    if k <= 32:
+        return 1, True, 2
+    k_tiles = tiles(k)[0]
+    return (2 if 2 * state_slices * k_tiles * 2 <= DIGIT_REGISTERS else 1), False, 1
+
+
+def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None):
+    """The Launch for a gate of size k under `plan` (shape from default_shape unless given), or
+    None when the fused kernel cannot take it."""
+    if k not in FUSED_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS or plan.top > MAX_TOP:
+        return None
+    default = default_shape(k, plan.a_slices)
+    n_tiles = default[0] if n_tiles is None else n_tiles
+    prefetch = default[1] if prefetch is None else prefetch
+    blocks_per_sm = default[2] if blocks_per_sm is None else blocks_per_sm
+    limit = _SHARED_LIMIT if blocks_per_sm == 1 else _SHARED_PER_SM // blocks_per_sm - _SHARED_RESERVED
+    fixed = gate_bytes(k, plan.b_slices) + _EXPONENT_BYTES
+    if fixed > limit:
+        if blocks_per_sm == 1:
+            return None
+        return plan_launch(k, plan, n_tiles, prefetch, 1)
+    per_warp = n_tiles * tiles(k)[2] * 32 * 16
+    warps = min(MAX_WARPS, (limit - fixed) // per_warp)
+    common = (k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), n_tiles)
+    if prefetch and warps >= MIN_PREFETCH_WARPS:
+        return Launch(*common, True, warps, fixed + warps * per_warp, blocks_per_sm)
+    return Launch(*common, False, MAX_WARPS, fixed, blocks_per_sm)
+
+
+def chunk_mask(plan) -> int:
+    """Bit t set for every chunk's top diagonal t."""
+    return sum(1 << chunk[0] for chunk in plan.chunks)
+
+
+# -- the gate's digits in fragment order --------------------------------------------------
+def embedded_gate_rows(u):
+    """(2n, 2m) float64 for a complex (n, m) u: rows 2j, 2j + 1 = [Re u_j, -Im u_j] and
+    [Im u_j, Re u_j] interleaved, the real embedding of output j (for a gate, output amplitude
+    j; ozaki.py embeds the columns of B = U^T the same way)."""
+    xp = array_module(u)
+    n, m = u.shape
+    rows = xp.empty((n, 2, m, 2), xp.float64)
+    rows[:, 0, :, 0] = u.real
+    xp.negative(u.imag, out=rows[:, 0, :, 1])
+    rows[:, 1, :, 0] = u.imag
+    rows[:, 1, :, 1] = u.real
+    return rows.reshape(2 * n, 2 * m)
+
+
+@functools.lru_cache(maxsize=None)
+def fragment_index(k: int) -> tuple:
+    """(rows, cols), each (MT, KT, 32, 16) int64, of the embedded gate entry in every byte of the
+    mma A fragments; -1 where the fragment is padding."""
+    k_tiles, m_tiles, _ = tiles(k)
+    mt, kt, lane, byte = np.meshgrid(np.arange(m_tiles), np.arange(k_tiles), np.arange(32), np.arange(16),
+                                     indexing="ij")
+    g, t = lane >> 2, lane & 3
+    amplitude_out = 8 * mt + g
+    rows = 2 * amplitude_out + ((byte >> 2) & 1)  # rows g + 8 of an m-tile hold Im
+    half, within = byte >> 3, byte & 3
+    slot = 4 * kt + 2 * half + (within >> 1)
+    amplitude_in = 4 * slot + t
+    cols = 2 * amplitude_in + (within & 1)
+    valid = (amplitude_out < k) & (amplitude_in < k)
+    return np.where(valid, rows, -1), np.where(valid, cols, -1)
+
+
+def gate_fragments(u, gate_slices: int):
+    """(fragments, exponents): the gate's digits as (gate_slices, MT, KT, 32, 16) int8 cupy in
+    fragment order, and the exponent of each output amplitude's embedded rows, (K,) int32."""
+    cp = cupy_module()
+    k = u.shape[0]
+    rows = embedded_gate_rows(cp.asarray(u, dtype=cp.complex128))
+    exponents, _ = row_exponents(rows, DIGIT_BITS)
+    digits = split_rows(rows, exponents, gate_slices, DIGIT_BITS)  # (2K, s, 2K)
+    row_index, col_index = _device_fragment_index(k)
+    valid = row_index >= 0
+    gathered = digits[cp.maximum(row_index, 0), :, cp.maximum(col_index, 0)]  # (MT, KT, 32, 16, s)
+    gathered = cp.where(valid[..., None], gathered, 0).astype(cp.int8)
+    return cp.ascontiguousarray(cp.moveaxis(gathered, -1, 0)), cp.ascontiguousarray(exponents[0::2])
+
+
+@functools.lru_cache(maxsize=None)
+def _device_fragment_index(k: int) -> tuple:
+    return tuple(cupy_module().asarray(i) for i in fragment_index(k))
+
+
+# -- launch -----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str):
+    cp = cupy_module()
+    module = cp.RawModule(code=_SOURCE.read_text(), options=("--std=c++17",), name_expressions=[name])
+    return module.get_function(name)
+
+
+def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
+    """out[l] = U @ x[l] by the fused kernel. u: (K, K) complex128 cupy; x, out: C-contiguous
+    (L, K, R) complex128 cupy views (out may be x), R a power of two. A column holding NaN or
+    Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
+    int32 flag) is given, by setting it without waiting for the kernel."""
+    cp = cupy_module()
+    n_left, k, n_right = x.shape
+    if n_right & (n_right - 1) or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        raise BackendError("fused INT8 gate kernel needs C-contiguous (L, K, R) views with R a power of two")
+    fragments, exponents = gate_fragments(u, plan.b_slices)
+    kernel = _kernel(launch.name)
+    kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
+    n_columns = n_left * n_right
+    columns_per_block = 8 * launch.n_tiles * launch.warps
+    blocks = max(1, min(launch.blocks_per_sm * _multiprocessors(), -(-n_columns // columns_per_block)))
+    flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
+    kernel((blocks,), (32 * launch.warps,),
+           (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments, exponents, flag),
+           shared_mem=launch.shared_bytes)
+    if nonfinite is None and int(flag[0]):
+        raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors() -> int:
+    return cupy_module().cuda.Device().attributes["MultiProcessorCount"]

@@ -1,0 +1,157 @@
+"""The fused INT8 gate kernel (ozaki_gate.py): its fragment layout on the CPU, and on the GPU
+the same bits as the numpy tile path for the same plan."""
+import numpy as np
+import pytest
+
+import gemm_backend
+from circuits import haar_unitary
+from gemm_backend import BackendError
+from gemm_backend.ozaki_gate import FUSED_DIMS, embedded_gate_rows, fragment_index, plan_launch, tiles
+from gemm_backend.ozaki_plan import plan_products
+
+from .conftest import requires_gpu
+from .helpers import crandn, same_bits
+
+
+# -- CPU: the fragment layout -------------------------------------------------------------
+@pytest.mark.parametrize("k", FUSED_DIMS)
+def test_fragment_index_covers_the_embedded_gate_once_per_k_tile(k):
+    """Every embedded entry (row, col) appears exactly once in the A fragments, and a lane's
+    bytes follow the mma.m16n8k32 layout: rows g / g + 8, columns 4 t + i (+ 16)."""
+    rows, cols = fragment_index(k)
+    valid = rows >= 0
+    pairs = set(zip(rows[valid].tolist(), cols[valid].tolist()))
+    assert len(pairs) == valid.sum() == (2 * k) ** 2
+    k_tiles, m_tiles, _ = tiles(k)
+    assert rows.shape == (m_tiles, k_tiles, 32, 16)
+    # bytes 0-3 and 8-11 of a lane share a row (Re of amplitude 8 mt + g); 4-7 and 12-15 the Im row
+    lane_rows = rows[..., [0, 4]]
+    ok = (lane_rows >= 0).all(axis=-1)
+    assert (lane_rows[..., 1][ok] == lane_rows[..., 0][ok] + 1).all()
+
+
+def test_embedded_rows_are_the_real_embedding(rng):
+    u = crandn(rng, 3, 5)
+    x = crandn(rng, 5)
+    embedded_x = np.stack([x.real, x.imag], axis=1).reshape(-1)
+    y = embedded_gate_rows(u) @ embedded_x
+    assert np.allclose(y[0::2] + 1j * y[1::2], u @ x, rtol=0, atol=1e-14)
+
+
+def test_launch_limits():
+    assert plan_launch(32, plan_products(7, 64)).prefetch
+    assert plan_launch(128, plan_products(7, 256)) is None  # K = 128 stays on the tile path
+    assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
+    big = plan_launch(64, plan_products(13, 128))
+    assert big is not None and big.shared_bytes <= 227 * 1024
+
+
+# -- GPU: the same bits as the CPU --------------------------------------------------------
+def _state(rng, shape, special: bool):
+    x = crandn(rng, *shape)
+    if special:
+        x[0] = 0  # whole columns of zeros (the |0..0> start)
+        x[-1, :, 0] = x[-1, :, 0] * 2.0**-1060  # a column of subnormals
+        x[-1, 0, -1] = 127 / 128 * 2.0**5  # a column maximum at the exponent rule's threshold
+        x[-1, 1:, -1] *= 1e-290  # the rest of that column far below its maximum
+    return x
+
+
+def _cpu_and_gpu(backend, u, x):
+    import cupy as cp
+
+    expected = np.empty_like(x)
+    backend.apply_batched(u, x, expected)
+    cpu_info = dict(backend.last_call_info)
+    x_gpu = cp.asarray(x)
+    backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)  # in place
+    return expected, x_gpu.get(), cpu_info, backend.last_call_info
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("splits", [3, 7, 13])
+@pytest.mark.parametrize("shape_of", [(64, 1), (3, 2), (5, 4), (2, 32), (1, 1024)])
+def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
+    n_left, n_right = shape_of
+    k = 1 << d
+    u = haar_unitary(k, rng)
+    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
+    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
+    assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
+    assert same_bits(got, expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("splits", range(3, 14))
+def test_fused_every_split_count_at_five_qubits(splits, rng):
+    u = haar_unitary(32, rng)
+    x = _state(rng, (40, 32, 8), special=True)
+    expected, got, _, _ = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
+    assert same_bits(got, expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("state_slices, gate_slices, top", [(5, 9, 10), (9, 5, 10), (7, 7, 11), (16, 4, 17),
+                                                            (4, 16, 8)])
+def test_fused_unequal_digit_counts(state_slices, gate_slices, top, rng):
+    """s_a != s_b and T other than max + 1 (the error-target rule picks such plans)."""
+    import cupy as cp
+
+    from gemm_backend.ozaki_gate import apply_fused_gate
+
+    k = 32
+    plan = plan_products(state_slices, 2 * k, gate_slices, top)
+    u = haar_unitary(k, rng)
+    x = _state(rng, (9, k, 4), special=True)
+    backend = gemm_backend.get("int8-auto")
+    expected = np.empty_like(x)
+    backend._apply_tiles(u, x, expected, plan, backend.workspace_bytes)
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, plan_launch(k, plan))
+    assert same_bits(x_gpu.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_fused_auto_matches_cpu_and_reports_the_same_plan(rng):
+    u = haar_unitary(32, rng)
+    x = _state(rng, (16, 32, 32), special=True)
+    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto"), u, x)
+    assert same_bits(got, expected)
+    assert {k: v for k, v in gpu_info.items() if k != "kernel"} == {k: v for k, v in cpu_info.items() if k != "kernel"}
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_fused_out_of_place_and_nonfinite(rng):
+    import cupy as cp
+
+    u = cp.asarray(haar_unitary(16, rng))
+    x = cp.asarray(crandn(rng, 8, 16, 4))
+    out = cp.empty_like(x)
+    backend = gemm_backend.get("int8-9")
+    backend.apply_batched(u, x, out)
+    in_place = x.copy()
+    backend.apply_batched(u, in_place, in_place)
+    assert same_bits(out.get(), in_place.get())
+    x[3, 2, 1] = cp.nan
+    with pytest.raises(BackendError, match="NaN or Inf"):
+        backend.apply_batched(u, x, x)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_deferred_nonfinite_check_in_a_run(rng):
+    import cupy as cp
+
+    backend = gemm_backend.get("int8-7")
+    x = cp.asarray(crandn(rng, 4, 8, 2))
+    x[0, 0, 0] = cp.inf
+    backend.start_run()
+    backend.apply_batched(cp.asarray(haar_unitary(8, rng)), x, x)  # no error yet: deferred
+    with pytest.raises(BackendError, match="NaN or Inf"):
+        backend.finish_run()
