@@ -7,13 +7,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import gemm_backend
-from circuits import Circuit, CircuitError
+from circuits import Circuit, CircuitError, Gate
 
 from .apply import apply_plan, plan_gate
 from .device import resolve_device
 from .errors import SimulationError
+from .measurement import measurement_workspace_bytes
 from .result import Result
 from .state import MEMORY_FRACTION, initial_state_vector
+from .trajectory import Trajectory
 
 BYTES_PER_AMPLITUDE = 16
 GIB = float(1 << 30)
@@ -53,9 +55,13 @@ class Simulator:
         """Bytes the run needs, decided before anything is allocated. Raises SimulationError
         when even the in-place plan does not fit."""
         state_bytes = BYTES_PER_AMPLITUDE << circuit.n_qubits
-        plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) for g in circuit.gates]
-        transposes = any(p.axes_order is not None for p in plans)
-        workspace = self.backend.workspace_bytes
+        # One plan per operation, None for measurements and resets (qsim.trajectory's).
+        plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) if isinstance(g, Gate) else None
+                 for g in circuit.gates]
+        gate_plans = [p for p in plans if p is not None]
+        transposes = any(p.axes_order is not None for p in gate_plans)
+        workspace = self.backend.workspace_bytes + (measurement_workspace_bytes(circuit.n_qubits)
+                                                    if circuit.is_dynamic else 0)
         base = state_bytes * (2 if transposes else 1) + workspace
         budget = int(self.device.free_bytes() * self.options.memory_fraction)
         if base > budget:
@@ -66,7 +72,7 @@ class Simulator:
                 "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
             )
         wants_spare = any(
-            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in plans
+            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
         )
         mode = self.options.out_of_place
         fits_spare = base + state_bytes <= budget
@@ -80,20 +86,26 @@ class Simulator:
                 "available_bytes": budget, "plans": plans}
 
     # -- run ------------------------------------------------------------------------------
-    def run(self, circuit: Circuit, initial_state=None) -> Result:
-        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm)."""
+    def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
+        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
+        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
+        (None: a fresh one, reported in Result.trajectory)."""
         if not isinstance(circuit, Circuit):
             raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
         plan = self.memory_plan(circuit)
         xp = self.device.xp
         state = initial_state_vector(circuit.n_qubits, xp, initial_state)
         scratch = xp.empty_like(state) if plan["spare_buffer"] else None
-        self._warm_up(plan["plans"])
+        self._warm_up([p for p in plan["plans"] if p is not None])
+        trajectory = Trajectory.start(circuit, self.device, seed)
         timer = _GateTimer(self.device)
         memory = _PeakMemory(self.device)
         gate_info, gate_flops = [], []
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
         for gate, gate_plan in zip(circuit.gates, plan["plans"]):
+            if trajectory is not None and trajectory.handles(gate, state):
+                bar.update(1)
+                continue
             u = xp.asarray(gate_plan.matrix)
             product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
             timer.start()
@@ -109,6 +121,7 @@ class Simulator:
             gate_times_s=timer.elapsed(), gate_info=gate_info, gate_flops=gate_flops,
             peak_memory_bytes=memory.peak(), memory_measure=memory.measure,
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
+            trajectory=trajectory.record() if trajectory is not None else None,
         )
 
     def _progress_disabled(self):
