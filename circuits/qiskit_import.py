@@ -152,7 +152,7 @@ class _Walk:
         elif isinstance(operation, IfElseOp):
             self._if_else(operation, qubits, clbits, condition, where, scope)
         elif isinstance(operation, BoxOp):
-            self.block(operation.blocks[0], qubits, clbits, condition, f" inside {where}")
+            self._body(operation.blocks[0], qubits, clbits, condition, where)
         elif isinstance(operation, ControlFlowOp):
             raise CircuitError(f"instruction {where} is classical control flow that is not supported; "
                                "if/else (if_test, QASM 'if') and box are, while/for/switch are not")
@@ -190,8 +190,13 @@ class _Walk:
         self.read_by_enclosing_ifs.append((frozenset(c for test in tests for c in test.clbits), where))
         for body, body_tests in zip(operation.blocks, (tests, (tests[0].negated(),))):
             inside = condition.also(*body_tests) if condition is not None else Condition(body_tests)
-            self.block(body, qubits, clbits, inside, f" inside {where}")
+            self._body(body, qubits, clbits, inside, where)
         self.read_by_enclosing_ifs.pop()
+
+    def _body(self, body, qubits, clbits, condition, where) -> None:
+        """A control-flow block: its global phase and operations, all under `condition`."""
+        self._phase(_bound_phase(body.global_phase, f"a block of {where}"), condition, qubits)
+        self.block(body, qubits, clbits, condition, f" inside {where}")
 
     def _check_not_read_by_if(self, clbit, where) -> None:
         for read, if_where in self.read_by_enclosing_ifs:

@@ -255,7 +255,7 @@ def _trajectory_lines(summary: dict) -> list:
         "are the last one's",
         f"per trajectory  mean {time_s['mean']:.4f} s, median {time_s['median']:.4f} s "
         f"(measuring: mean {measure_s['mean']:.4f} s)",
-        f"measurements    mean {summary['measurements_mean']:.2f} per trajectory",
+        f"measurements    mean {summary['measurements_mean']:.2f} measure/reset operations per trajectory",
         f"norm            max |norm - 1| over trajectories {max(abs(n - 1) for n in norms):.2e}",
     ]
 

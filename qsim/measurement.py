@@ -9,6 +9,10 @@ of an outcome is thus an integer in units of 2^-88 whose only error is the round
 v^2 (relative 2^-53) and of each fraction (2^-89 absolute per term). The reduction runs over
 chunks of 2^REDUCTION_CHUNK_QUBITS amplitudes with a few chunk-sized buffers; only the 2^k
 integer weights of the k measured qubits come to the host (k <= MAX_JOINT_QUBITS per draw).
+Cost: the state is read once, but each chunk goes through about eight elementwise passes
+(square, split, round, convert, two reductions) of float64 temporaries, roughly 8x the memory
+floor (read + write the state once) when the chunk buffers do not stay in cache; a fused kernel
+could bring this down to one read. scripts/bench_trajectories.py measures it.
 
 Projection zeroes the other outcomes and multiplies the kept amplitudes by one host-computed
 float64 scale (real parts and imaginary parts alike, a correctly rounded multiply); a reset then

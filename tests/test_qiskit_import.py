@@ -5,7 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 from qiskit import ClassicalRegister, QuantumCircuit, QuantumRegister
-from qiskit.circuit import Clbit, Parameter, Qubit
+from qiskit.circuit import Clbit, IfElseOp, Parameter, Qubit
 from qiskit.circuit.classical import expr
 from qiskit.circuit.library import GlobalPhaseGate, Initialize, MCXGate, QFTGate, UnitaryGate, quantum_volume
 from qiskit.circuit.random import random_circuit
@@ -385,9 +385,13 @@ def test_global_phase_is_kept_in_dynamic_circuits():
     with dynamic.if_test((dynamic.clbits[0], 1)):
         dynamic.append(body.to_gate(), [1])
     dynamic.h(1)
-    unitary = QuantumCircuit(2, global_phase=0.3)
+    phased_block = QuantumCircuit(1, 1, global_phase=0.9)
+    phased_block.sx(0)
+    dynamic.append(IfElseOp((dynamic.clbits[0], 0), phased_block), [0], [0])
+    unitary = QuantumCircuit(2, global_phase=0.3 + 0.9)
     unitary.append(body.to_gate(), [0])
     unitary.h(1)
+    unitary.sx(0)
     circuit = from_qiskit(dynamic)
     assert circuit.is_dynamic
     state = Simulator(device="cpu", progress=False).run(circuit, seed=1).state_vector()
