@@ -68,7 +68,7 @@ def _circuit_arguments(parser):
     source.add_argument("--qubits", type=int, help="number of qubits of the brickwork circuit")
     source.add_argument("--gate-size", type=int, default=5, help="qubits per brickwork gate (default 5)")
     source.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help=f"brickwork layers (default {DEFAULT_DEPTH})")
-    source.add_argument("--seed", type=int, default=0, help="seed of the random gates and of sampling (default 0)")
+    source.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the random gates and of sampling (default 0)")
     source.add_argument("--qasm", metavar="FILE", help="simulate an OpenQASM 2/3 file instead of a brickwork circuit")
     source.add_argument("--fuse", type=int, metavar="K",
                         help=f"fuse gates into blocks of at most K qubits (default {DEFAULT_IMPORT_FUSION} for --qasm, "
@@ -87,11 +87,19 @@ def _backend_option_arguments(parser):
     group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default 1)")
 
 
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _int_at_least(minimum: int):
+    """An argparse type: an integer >= minimum."""
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in its "invalid int value" message
+    return parse
+
+
+_positive_int = _int_at_least(1)
 
 
 # -- commands -------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ SEED_LIMIT = 2**63
 def trajectory_seed(seed: int, index: int) -> int:
     """Seed (an int below 2^63) of trajectory `index` of a run seeded `seed` (both >= 0): numpy
     SeedSequence([seed, index]), so trajectories draw independent streams."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SimulationError(f"the seed of a set of trajectories must be an integer >= 0, got {seed!r}")
     return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1, np.uint64)[0] >> 1)
 
 

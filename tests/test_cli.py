@@ -70,9 +70,11 @@ def test_bad_input_gives_one_line_error(args, message):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_zero_trajectories_is_rejected_by_the_parser():
-    proc = qsim("run", "--qubits", "6", "--trajectories", "0", "--device", "cpu")
-    assert proc.returncode == 2 and "must be >= 1" in proc.stderr and "Traceback" not in proc.stderr
+@pytest.mark.parametrize("option, value, message", [("--trajectories", "0", "must be >= 1"),
+                                                   ("--seed", "-1", "must be >= 0")])
+def test_out_of_range_counts_and_seeds_are_rejected_by_the_parser(option, value, message):
+    proc = qsim("run", "--qubits", "6", option, value, "--device", "cpu")
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_unknown_device_is_rejected_by_the_parser():

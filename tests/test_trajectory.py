@@ -361,6 +361,8 @@ def test_unseeded_runs_report_their_seed_and_bad_seeds_are_refused():
     for bad in (-1, 2**63, 1.5, "7"):
         with pytest.raises(SimulationError, match="trajectory seed"):
             simulator().run(circuit, seed=bad)
+    with pytest.raises(SimulationError, match="seed of a set of trajectories"):
+        run_trajectories(simulator(), circuit, 2, seed=-1, progress=False)
 
 
 def test_conditions_read_the_bits_written_so_far():
