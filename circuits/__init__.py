@@ -1,16 +1,19 @@
-"""What to simulate: gates, circuits, brickwork random circuits, Qiskit/QASM import, fusion.
+"""What to simulate: gates, measurements, resets and conditions, circuits, brickwork random
+circuits (plain and monitored), Qiskit/QASM import, fusion.
 
 Qiskit is imported only by the import functions, so this package loads without it.
 """
 import importlib
 
-from .brickwork import brickwork, haar_unitary
+from .brickwork import brickwork, haar_unitary, monitored_brickwork
 from .errors import CircuitError
 from .gate import Circuit, Gate
+from .operations import ClbitTest, Condition, Measure, Reset, format_clbits
 
 _LAZY = {"from_qiskit": ".qiskit_import", "from_qasm": ".qiskit_import", "fuse": ".fusion"}
 
-__all__ = ["Circuit", "CircuitError", "Gate", "brickwork", "haar_unitary", *_LAZY]
+__all__ = ["Circuit", "CircuitError", "ClbitTest", "Condition", "Gate", "Measure", "Reset", "brickwork",
+           "format_clbits", "haar_unitary", "monitored_brickwork", *_LAZY]
 
 
 def __getattr__(name):

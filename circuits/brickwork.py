@@ -1,8 +1,14 @@
-"""Brickwork circuits of Haar-random d-qubit gates (design brief section 2)."""
+"""Brickwork circuits of Haar-random d-qubit gates (design brief section 2), and monitored
+brickwork circuits: the same gates with random single-qubit measurements after every layer."""
 import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
+from .operations import Measure
+
+#: monitored_brickwork draws which qubits to measure from np.random.default_rng([seed, this]), a
+#: stream apart from the gates' default_rng(seed), so its gates are brickwork's for the same seed.
+MEASUREMENT_CHOICE_STREAM = 1
 
 
 def haar_unitary(dim: int, rng: np.random.Generator) -> np.ndarray:
@@ -43,3 +49,31 @@ def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circu
         for targets in brickwork_layer_targets(n_qubits, gate_size, layer):
             gates.append(Gate(targets, haar_unitary(dim, rng), name=f"haar{gate_size}_L{layer}"))
     return Circuit(n_qubits, gates)
+
+
+def monitored_brickwork(n_qubits: int, gate_size: int, depth: int, rate: float, seed: int = 0) -> Circuit:
+    """brickwork(n_qubits, gate_size, depth, seed) with every qubit measured with probability
+    `rate` after every layer (the measurement-induced transition setting).
+
+    After layer l, one Measure op (named measure_L<l>) measures the chosen qubits jointly, in
+    ascending order, into the next unused classical bits, so classical bit b records the b-th
+    measurement of the run; the bits form one register "c". Which qubits are chosen is seeded
+    (a stream apart from the gates'); rate 0 gives exactly brickwork's circuit.
+    """
+    rate = float(rate)
+    if not 0.0 <= rate <= 1.0:
+        raise CircuitError(f"--measure-rate must be between 0 and 1, got {rate}")
+    gates = list(brickwork(n_qubits, gate_size, depth, seed).gates)
+    choice = np.random.default_rng([seed, MEASUREMENT_CHOICE_STREAM])
+    operations, n_clbits = [], 0
+    for layer in range(depth):
+        count = len(brickwork_layer_targets(n_qubits, gate_size, layer))
+        operations += gates[:count]
+        del gates[:count]
+        measured = tuple(int(q) for q in np.flatnonzero(choice.random(n_qubits) < rate))
+        if measured:
+            clbits = tuple(range(n_clbits, n_clbits + len(measured)))
+            operations.append(Measure(measured, clbits, name=f"measure_L{layer}"))
+            n_clbits += len(measured)
+    registers = (("c", n_clbits),) if n_clbits else ()
+    return Circuit(n_qubits, operations, n_clbits=n_clbits, clbit_registers=registers)

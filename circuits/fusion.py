@@ -5,58 +5,81 @@ section 3), so fewer, wider gates mean fewer passes. Blocks are emitted in the o
 opened. A gate may join block B only when no block opened after B touches its qubits: then
 every earlier gate on those qubits sits in B or before it, every gate it overtakes acts on other
 qubits (and commutes with it), and the product is exactly that of the original order.
+
+Dynamic circuits: a measurement or reset is a block of its own that nothing joins, so no gate
+moves across it on its qubits. A conditioned gate joins only a block of gates with the same
+condition, opened after the last measurement writing a classical bit the condition reads; an
+unconditioned gate never joins a conditioned block.
 """
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
+from .operations import Measure
 
 
 @dataclass
 class _Block:
     qubits: set
     gates: list = field(default_factory=list)
+    condition: object = None
+    joinable: bool = True  # False for a measurement or reset, emitted as it is
 
 
 def fuse(circuit: Circuit, max_qubits: int = 5) -> Circuit:
     """The same circuit with consecutive gates merged greedily into dense blocks of at most
     `max_qubits` qubits. A block's targets are its qubits in ascending order; its matrix is the
     exact product of its gates (complex128). A gate wider than max_qubits stays as it is.
-    Circuit.measured is carried over."""
+    Everything but the operations (measured, classical bits) is carried over."""
     if isinstance(max_qubits, bool) or not isinstance(max_qubits, (int, np.integer)) or max_qubits < 1:
         raise CircuitError(f"fusion max_qubits must be an integer >= 1, got {max_qubits!r}")
     if not isinstance(circuit, Circuit):
         raise CircuitError(f"fuse takes a circuits.Circuit, got {type(circuit).__name__}")
     blocks = []
     newest_block_on = {}  # qubit -> index of the most recently opened block that touches it
-    for gate in circuit.gates:
-        index = _block_to_join(blocks, newest_block_on, gate.targets, int(max_qubits))
+    newest_write_of = {}  # classical bit -> index of the most recent measurement writing it
+    for operation in circuit.gates:
+        if isinstance(operation, Gate):
+            index = _block_to_join(blocks, newest_block_on, newest_write_of, operation, int(max_qubits))
+            qubits = operation.targets
+        else:
+            index, qubits = None, operation.qubits
         if index is None:
-            blocks.append(_Block(set()))
+            blocks.append(_Block(set(), condition=operation.condition, joinable=isinstance(operation, Gate)))
             index = len(blocks) - 1
-        blocks[index].qubits.update(gate.targets)
-        blocks[index].gates.append(gate)
-        for qubit in gate.targets:
+        blocks[index].qubits.update(qubits)
+        blocks[index].gates.append(operation)
+        for qubit in qubits:
             newest_block_on[qubit] = index
-    return Circuit(circuit.n_qubits, [_block_gate(block) for block in blocks], circuit.measured)
+        if isinstance(operation, Measure):
+            newest_write_of.update((clbit, index) for clbit in operation.clbits)
+    return dataclasses.replace(circuit, gates=[_block_gate(block) for block in blocks])
 
 
-def _block_to_join(blocks, newest_block_on, targets, max_qubits):
+def _block_to_join(blocks, newest_block_on, newest_write_of, gate, max_qubits):
     """Index of the block the gate joins, or None for a new block.
 
-    Only blocks from `floor` (the newest block touching the targets) onwards are allowed; the
-    floor block itself is preferred (shared qubits), then the newest later one that fits.
+    Only blocks from `floor` (the newest block touching the targets, or for a conditioned gate
+    the newest measurement writing a bit it reads) onwards are allowed; the floor block itself
+    is preferred (shared qubits), then the newest later one that fits.
     """
-    floor = max((newest_block_on.get(q, -1) for q in targets), default=-1)
+    floor = max((newest_block_on.get(q, -1) for q in gate.targets), default=-1)
+    if gate.condition is not None:
+        floor = max([floor] + [newest_write_of.get(c, -1) for c in gate.condition.clbits])
     for index in [floor] + list(range(len(blocks) - 1, floor, -1)):
-        if index >= 0 and len(blocks[index].qubits.union(targets)) <= max_qubits:
+        if index < 0:
+            continue
+        block = blocks[index]
+        if (block.joinable and block.condition == gate.condition
+                and len(block.qubits.union(gate.targets)) <= max_qubits):
             return index
     return None
 
 
-def _block_gate(block: _Block) -> Gate:
+def _block_gate(block: _Block):
     if len(block.gates) == 1:
         return block.gates[0]
     targets = sorted(block.qubits)
@@ -64,7 +87,7 @@ def _block_gate(block: _Block) -> Gate:
     matrix = np.eye(1 << len(targets), dtype=np.complex128)
     for gate in block.gates:
         matrix = apply_to_rows(matrix, [position[q] for q in gate.targets], gate.matrix)
-    return Gate(tuple(targets), matrix, name=f"fused{len(block.gates)}")
+    return Gate(tuple(targets), matrix, name=f"fused{len(block.gates)}", condition=block.condition)
 
 
 def apply_to_rows(matrix: np.ndarray, bits, gate_matrix: np.ndarray) -> np.ndarray:

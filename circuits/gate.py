@@ -2,23 +2,28 @@
 
 Conventions (design brief section 2, Qiskit's): amplitude index bit q is qubit q; a gate on
 targets (t0, ..., t_{d-1}) is a 2^d x 2^d matrix whose row/column index bit j is qubit t_j.
+A circuit may also hold measurements, resets and classically conditioned gates
+(circuits.operations): a dynamic circuit, run as a quantum trajectory.
 """
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import CircuitError
+from .operations import Condition, Measure, Reset, checked_condition
 
 UNITARITY_TOLERANCE = 1e-10
 
 
 @dataclass(frozen=True)
 class Gate:
-    """A dense gate. targets: distinct qubit indices; matrix: (2^d, 2^d) complex128 unitary."""
+    """A dense gate. targets: distinct qubit indices; matrix: (2^d, 2^d) complex128 unitary;
+    condition: applied only when this classical condition holds (None: always)."""
 
     targets: tuple
     matrix: np.ndarray
     name: str = "unitary"
+    condition: Condition = None
 
     def __post_init__(self):
         try:
@@ -45,6 +50,7 @@ class Gate:
                 f"gate {self.name!r} on {targets} is not unitary: max |U^dagger U - I| = {deviation:.2e} "
                 f"> {UNITARITY_TOLERANCE:g}"
             )
+        checked_condition(self.condition, f"gate {self.name!r}")
         matrix.setflags(write=False)
         object.__setattr__(self, "targets", targets)
         object.__setattr__(self, "matrix", matrix)
@@ -56,12 +62,21 @@ class Gate:
 
 @dataclass(frozen=True)
 class Circuit:
-    """An ordered list of gates on n_qubits qubits. measured: qubits measured at the end
-    (in the order of the classical bits), empty when none."""
+    """An ordered list of operations on n_qubits qubits: Gates, and in a dynamic circuit also
+    Measure and Reset operations and conditioned gates (circuits.operations).
+
+    measured: qubits measured at the end of a circuit without mid-circuit operations (in the
+        order of their classical bits), empty when none.
+    n_clbits: classical bits, numbered in Qiskit's order.
+    clbit_registers: ((name, size), ...) covering the classical bits in order, for printing
+        outcomes as Qiskit does; empty when the bits are not laid out as whole registers.
+    """
 
     n_qubits: int
     gates: tuple
     measured: tuple = field(default=())
+    n_clbits: int = 0
+    clbit_registers: tuple = field(default=())
 
     def __post_init__(self):
         if int(self.n_qubits) < 1:
@@ -69,17 +84,31 @@ class Circuit:
         object.__setattr__(self, "n_qubits", int(self.n_qubits))
         object.__setattr__(self, "gates", tuple(self.gates))
         object.__setattr__(self, "measured", tuple(int(q) for q in self.measured))
-        for position, gate in enumerate(self.gates):
-            if not isinstance(gate, Gate):
-                raise CircuitError(f"gate {position} is a {type(gate).__name__}, not a circuits.Gate")
-            if max(gate.targets) >= self.n_qubits:
-                raise CircuitError(
-                    f"gate {position} ({gate.name!r}) targets qubit {max(gate.targets)}, "
-                    f"but the circuit has only {self.n_qubits} qubits (0..{self.n_qubits - 1})"
-                )
+        object.__setattr__(self, "n_clbits", int(self.n_clbits))
+        object.__setattr__(self, "clbit_registers", tuple((str(n), int(s)) for n, s in self.clbit_registers))
+        for position, operation in enumerate(self.gates):
+            self._check_operation(position, operation)
         for q in self.measured:
             if not 0 <= q < self.n_qubits:
                 raise CircuitError(f"measured qubit {q} is outside 0..{self.n_qubits - 1}")
+        if self.clbit_registers and sum(size for _, size in self.clbit_registers) != self.n_clbits:
+            raise CircuitError(f"clbit_registers {self.clbit_registers} do not cover the {self.n_clbits} classical bits")
+
+    def _check_operation(self, position, operation) -> None:
+        if not isinstance(operation, (Gate, Measure, Reset)):
+            raise CircuitError(f"gate {position} is a {type(operation).__name__}, not a circuits.Gate, Measure or Reset")
+        qubits = operation.targets if isinstance(operation, Gate) else operation.qubits
+        if max(qubits) >= self.n_qubits:
+            raise CircuitError(
+                f"gate {position} ({operation.name!r}) targets qubit {max(qubits)}, "
+                f"but the circuit has only {self.n_qubits} qubits (0..{self.n_qubits - 1})"
+            )
+        clbits = set(operation.clbits) if isinstance(operation, Measure) else set()
+        if operation.condition is not None:
+            clbits |= operation.condition.clbits
+        if clbits and max(clbits) >= self.n_clbits:
+            raise CircuitError(f"operation {position} ({operation.name!r}) uses classical bit {max(clbits)}, "
+                               f"but the circuit has {self.n_clbits} classical bits; raise n_clbits")
 
     def __len__(self) -> int:
         return len(self.gates)
@@ -87,5 +116,14 @@ class Circuit:
     def __iter__(self):
         return iter(self.gates)
 
+    @property
+    def is_dynamic(self) -> bool:
+        """True when the circuit measures or resets mid-circuit or conditions a gate."""
+        return any(not isinstance(op, Gate) or op.condition is not None for op in self.gates)
+
+    def dense_gates(self) -> list:
+        """The Gates among the operations, in order (conditioned ones included)."""
+        return [op for op in self.gates if isinstance(op, Gate)]
+
     def max_gate_size(self) -> int:
-        return max((g.n_targets for g in self.gates), default=0)
+        return max((g.n_targets for g in self.dense_gates()), default=0)

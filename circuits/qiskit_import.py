@@ -1,13 +1,23 @@
 """Qiskit circuits and OpenQASM programs as circuits.Circuit.
 
 Conventions: qubit i of the Circuit is qc.qubits[i] (several quantum registers are flattened in
-that order); a gate keeps Qiskit's qargs order, and Qiskit's Operator convention (matrix index
-bit j = qargs[j], little endian) is ours (design brief section 2), so matrices are taken as they are.
+that order) and classical bit i is qc.clbits[i]; a gate keeps Qiskit's qargs order, and Qiskit's
+Operator convention (matrix index bit j = qargs[j], little endian) is ours (design brief
+section 2), so matrices are taken as they are.
 
-Measurements: only final ones are accepted (nothing but barriers, delays and identities may act
-on a qubit after it is measured). Circuit.measured lists the measured qubits ordered by the
-index of their classical bit in qc.clbits; classical bits that are never written are left out
-(they would always read 0). `from_qiskit_with_clbits` also returns those classical-bit indices.
+Measurements: a circuit whose only non-unitary operations are final measurements (nothing but
+barriers, delays and identities act on a qubit after it is measured; each qubit and classical bit
+measured once) keeps today's form: Circuit.measured lists the measured qubits ordered by the
+index of their classical bit; classical bits never written are left out (they read 0), and
+`from_qiskit_with_clbits` also returns the classical-bit indices.
+
+Dynamic circuits (mid-circuit measurement, reset, if_test / QASM `if`, with else branches and
+nesting, and box) become operations (circuits.operations): adjacent measurements (and adjacent
+resets) merge into one joint operation, and every operation inside an if body carries the
+condition of its enclosing ifs. Conditions may be (clbit or register, value) pairs or the
+classical expressions Qiskit builds from them: equal, not_equal, logic_not, logic_and and a bare
+clbit. While, for and switch are refused, as is a measurement inside an if body writing a bit
+that the condition reads.
 
 qiskit is imported inside the functions, so this module loads where qiskit is not installed.
 """
@@ -20,6 +30,7 @@ import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
+from .operations import ClbitTest, Condition, Measure, Reset
 
 #: Composite instructions wider than this are expanded into their definitions rather than taken
 #: as one dense 2^d x 2^d matrix (a QFT on 28 qubits must become its gates). A UnitaryGate is
@@ -32,15 +43,17 @@ _QASM_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def from_qiskit(qc) -> Circuit:
-    """The qiskit.QuantumCircuit `qc` as a Circuit whose final state equals Statevector(qc)
-    exactly, global phase included. Raises CircuitError for anything non-unitary (mid-circuit
-    measurement, reset, classical control, unbound parameters), naming the instruction and its
-    position in qc.data."""
+    """The qiskit.QuantumCircuit `qc` as a Circuit: its final state equals Statevector(qc)
+    exactly, global phase included, when qc is unitary; mid-circuit measurements, resets and
+    classical control become dynamic operations (see the module docstring). Raises CircuitError
+    for what cannot run (unbound parameters, loops, initialize, ...), naming the instruction and
+    its position in qc.data."""
     return from_qiskit_with_clbits(qc)[0]
 
 
 def from_qiskit_with_clbits(qc) -> tuple:
-    """(Circuit, clbits): clbits[j] is the index in qc.clbits that Circuit.measured[j] is written to."""
+    """(Circuit, clbits): clbits[j] is the index in qc.clbits that Circuit.measured[j] is written
+    to; empty for a dynamic circuit, whose Measure operations name their classical bits."""
     from qiskit.circuit import QuantumCircuit
 
     if not isinstance(qc, QuantumCircuit):
@@ -48,10 +61,14 @@ def from_qiskit_with_clbits(qc) -> tuple:
     if qc.num_qubits < 1:
         raise CircuitError("the Qiskit circuit has no qubits; add a QuantumRegister")
     walk = _Walk(global_phase=_bound_phase(qc.global_phase, "the circuit's global phase"))
-    walk.top_level(qc)
-    final = sorted(walk.measured_into.items())
-    measured = [qubit for _clbit, (qubit, _position) in final]
-    return Circuit(qc.num_qubits, walk.gates_with_phase(), measured), tuple(clbit for clbit, _ in final)
+    walk.block(qc, list(range(qc.num_qubits)), list(range(qc.num_clbits)), None, "")
+    classical = {"n_clbits": qc.num_clbits, "clbit_registers": _register_layout(qc)}
+    final = _final_measurements(walk.operations)
+    if final is None:
+        return Circuit(qc.num_qubits, walk.dynamic_operations(), **classical), ()
+    measured, clbits = final
+    gates = [op for op in walk.operations if isinstance(op, Gate)]
+    return Circuit(qc.num_qubits, walk.with_phase(gates), measured, **classical), clbits
 
 
 def from_qasm(path_or_text) -> Circuit:
@@ -60,7 +77,7 @@ def from_qasm(path_or_text) -> Circuit:
     The version comes from the `OPENQASM x.y;` header. OpenQASM 2 is read by qiskit.qasm2 with
     the legacy custom instructions (so gates Qiskit used to export map back to its own gates;
     includes resolve next to the file); OpenQASM 3 by qiskit.qasm3, which needs the optional
-    package qiskit_qasm3_import.
+    package qiskit_qasm3_import. Measurement, reset and `if` are read as from_qiskit reads them.
     """
     text, include_dir = _qasm_source(path_or_text)
     version = _qasm_version(text)
@@ -71,110 +88,224 @@ def from_qasm(path_or_text) -> Circuit:
     raise CircuitError(f"OPENQASM version {version} is not supported; use OpenQASM 2 or 3")
 
 
+def _register_layout(qc) -> tuple:
+    """((name, size), ...) when qc's classical registers lay out its classical bits in order (as
+    Qiskit's result formatting assumes), else ()."""
+    bits = [bit for register in qc.cregs for bit in register]
+    if bits != list(qc.clbits):
+        return ()
+    return tuple((register.name, register.size) for register in qc.cregs)
+
+
+def _final_measurements(operations):
+    """(measured qubits, their clbits) ordered by clbit when the only non-gates are measurements
+    that nothing follows on their qubits, each qubit and classical bit measured once; else None."""
+    measured_into = {}  # clbit -> qubit
+    measured_qubits = set()
+    for op in operations:
+        if op.condition is not None or isinstance(op, Reset):
+            return None
+        qubits = op.targets if isinstance(op, Gate) else op.qubits
+        if measured_qubits.intersection(qubits):
+            return None
+        if isinstance(op, Measure):
+            if measured_into.keys() & set(op.clbits):
+                return None
+            measured_into.update(zip(op.clbits, op.qubits))
+            measured_qubits.update(op.qubits)
+    final = sorted(measured_into.items())
+    return tuple(qubit for _, qubit in final), tuple(clbit for clbit, _ in final)
+
+
 # -- walking a QuantumCircuit ----------------------------------------------------------------
 @dataclass
 class _Walk:
-    """Gates, global phase and final measurements collected from a circuit, recursively."""
+    """Operations and global phase collected from a circuit, recursively through definitions
+    and control-flow bodies. Qubit and classical-bit maps turn a block's own bit positions into
+    the top-level circuit's indices."""
 
     global_phase: float
-    gates: list = field(default_factory=list)
-    measured_into: dict = field(default_factory=dict)  # clbit -> (qubit, position of the measure)
-    measure_of_qubit: dict = field(default_factory=dict)  # qubit -> position of its measure
+    operations: list = field(default_factory=list)
+    read_by_enclosing_ifs: list = field(default_factory=list)  # (clbits, where) per open if
 
-    def top_level(self, qc) -> None:
-        from qiskit.circuit import Measure
-
-        for position, instruction in enumerate(qc.data):
+    def block(self, circuit, qubit_of, clbit_of, condition, context) -> None:
+        """Walk circuit.data; qubit_of[i] / clbit_of[i]: top-level index of circuit's i-th bit."""
+        for position, instruction in enumerate(circuit.data):
             operation = instruction.operation
-            qubits = [qc.find_bit(q).index for q in instruction.qubits]
-            where = f"'{operation.name}' at position {position}"
-            if operation.name in _NO_OP_NAMES:
-                continue
-            self._check_not_after_measure(qubits, where)
-            if isinstance(operation, Measure):
-                clbit = qc.find_bit(instruction.clbits[0]).index
-                self._record_measure(qubits[0], clbit, position, where)
-                continue
-            _reject_non_unitary(operation, where)
-            if instruction.clbits:
-                raise CircuitError(
-                    f"instruction {where} acts on classical bits; only final 'measure' instructions "
-                    "are supported (no classical control or other non-unitary operations)"
-                )
-            self.unitary(operation, qubits, where)
+            where = f"'{operation.name}' at position {position}{context}"
+            qubits = [qubit_of[circuit.find_bit(q).index] for q in instruction.qubits]
+            clbits = [clbit_of[circuit.find_bit(c).index] for c in instruction.clbits]
+            self.instruction(operation, qubits, clbits, condition, where, (circuit, clbit_of))
 
-    def unitary(self, operation, qubits, where) -> None:
-        """Append the gates of a unitary operation acting on `qubits` (circuit indices)."""
-        _reject_non_unitary(operation, where)
+    def instruction(self, operation, qubits, clbits, condition, where, scope) -> None:
+        from qiskit.circuit import BoxOp, ControlFlowOp, IfElseOp
+        from qiskit.circuit import Measure as QiskitMeasure
+        from qiskit.circuit import Reset as QiskitReset
+
         if operation.name in _NO_OP_NAMES:
             return
+        if isinstance(operation, QiskitMeasure):
+            self._check_not_read_by_if(clbits[0], where)
+            self.operations.append(Measure((qubits[0],), (clbits[0],), condition))
+        elif isinstance(operation, QiskitReset):
+            self.operations.append(Reset((qubits[0],), condition))
+        elif isinstance(operation, IfElseOp):
+            self._if_else(operation, qubits, clbits, condition, where, scope)
+        elif isinstance(operation, BoxOp):
+            self._body(operation.blocks[0], qubits, clbits, condition, where)
+        elif isinstance(operation, ControlFlowOp):
+            raise CircuitError(f"instruction {where} is classical control flow that is not supported; "
+                               "if/else (if_test, QASM 'if') and box are, while/for/switch are not")
+        elif clbits and getattr(operation, "definition", None) is None:
+            raise CircuitError(f"instruction {where} acts on classical bits and is not a measurement, "
+                               "if/else or a subcircuit; not supported")
+        else:
+            self.unitary(operation, qubits, clbits, condition, where)
+
+    def unitary(self, operation, qubits, clbits, condition, where) -> None:
+        """Append the gates of an operation acting on `qubits` (circuit indices); subcircuits with
+        classical bits, measurements or resets are walked like the circuit itself."""
+        _reject_non_unitary(operation, where)
         _reject_unbound(operation, where)
         if operation.num_qubits == 0:
-            self.global_phase += _global_phase_gate_angle(operation, where)
+            self._phase(_global_phase_gate_angle(operation, where), condition, qubits)
             return
-        if _expand_definition(operation):
-            self._definition(operation, qubits, where)
+        if clbits or _expand_definition(operation):
+            definition = operation.definition
+            self._phase(_bound_phase(definition.global_phase, f"the definition of {where}"), condition, qubits)
+            self.block(definition, qubits, clbits, condition, f" inside {where}")
             return
         matrix = _matrix(operation, where)
         try:
-            gate = Gate(tuple(qubits), matrix, name=operation.name)
+            gate = Gate(tuple(qubits), matrix, name=operation.name, condition=condition)
         except CircuitError as exc:
             raise CircuitError(f"instruction {where}: {exc}") from None
-        self.gates.append(gate)
+        self.operations.append(gate)
 
-    def _definition(self, operation, qubits, where) -> None:
-        definition = operation.definition
-        self.global_phase += _bound_phase(definition.global_phase, f"the definition of {where}")
-        for position, instruction in enumerate(definition.data):
-            inner = [qubits[definition.find_bit(q).index] for q in instruction.qubits]
-            inner_where = f"'{instruction.operation.name}' at position {position} inside {where}"
-            if instruction.clbits:
-                raise CircuitError(f"instruction {inner_where} acts on classical bits; only final "
-                                   "top-level 'measure' instructions are supported")
-            self.unitary(instruction.operation, inner, inner_where)
+    def _if_else(self, operation, qubits, clbits, condition, where, scope) -> None:
+        tests = _condition_tests(operation.condition, *scope, where)
+        if len(operation.blocks) > 1 and len(tests) > 1:
+            raise CircuitError(f"instruction {where} has an else branch under a condition joined by 'and'; "
+                               "not supported (nest two ifs instead)")
+        self.read_by_enclosing_ifs.append((frozenset(c for test in tests for c in test.clbits), where))
+        for body, body_tests in zip(operation.blocks, (tests, (tests[0].negated(),))):
+            inside = condition.also(*body_tests) if condition is not None else Condition(body_tests)
+            self._body(body, qubits, clbits, inside, where)
+        self.read_by_enclosing_ifs.pop()
 
-    def _record_measure(self, qubit, clbit, position, where) -> None:
-        if clbit in self.measured_into:
-            earlier = self.measured_into[clbit][1]
-            raise CircuitError(
-                f"instruction {where} writes classical bit {clbit}, already written by the measure at "
-                f"position {earlier}; measure each classical bit once"
-            )
-        self.measured_into[clbit] = (qubit, position)
-        self.measure_of_qubit[qubit] = position
+    def _body(self, body, qubits, clbits, condition, where) -> None:
+        """A control-flow block: its global phase and operations, all under `condition`."""
+        self._phase(_bound_phase(body.global_phase, f"a block of {where}"), condition, qubits)
+        self.block(body, qubits, clbits, condition, f" inside {where}")
 
-    def _check_not_after_measure(self, qubits, where) -> None:
-        for qubit in qubits:
-            if qubit in self.measure_of_qubit:
-                raise CircuitError(
-                    f"instruction {where} acts on qubit {qubit} after its measurement at position "
-                    f"{self.measure_of_qubit[qubit]}: mid-circuit measurement is not supported, "
-                    "only final measurements (move the measure to the end)"
-                )
+    def _check_not_read_by_if(self, clbit, where) -> None:
+        for read, if_where in self.read_by_enclosing_ifs:
+            if clbit in read:
+                raise CircuitError(f"instruction {where} writes classical bit {clbit}, which the condition of "
+                                   f"{if_where} reads; not supported (measure into another classical bit)")
 
-    def gates_with_phase(self) -> list:
-        """The gates, with exp(i * global phase) folded into the first one (or into a 1-qubit
-        phase gate when there is none) so that the state matches Qiskit's exactly."""
+    def _phase(self, phase, condition, qubits) -> None:
+        """A global phase: folded into the circuit's, or a phase gate when it is conditioned."""
+        if phase == 0.0:
+            return
+        if condition is None:
+            self.global_phase += phase
+            return
+        target = (qubits[0],) if qubits else (0,)
+        self.operations.append(Gate(target, np.exp(1j * phase) * np.eye(2), name="global_phase",
+                                    condition=condition))
+
+    def with_phase(self, operations) -> list:
+        """The operations, with exp(i * global phase) folded into the first unconditioned gate
+        (or into a 1-qubit phase gate put first when there is none), so that states match
+        Qiskit's exactly."""
         factor = np.exp(1j * self.global_phase)
         if factor == 1.0:
-            return list(self.gates)
-        if not self.gates:
-            return [Gate((0,), factor * np.eye(2), name="global_phase")]
-        first = self.gates[0]
-        return [Gate(first.targets, factor * first.matrix, name=first.name)] + self.gates[1:]
+            return list(operations)
+        for index, op in enumerate(operations):
+            if isinstance(op, Gate) and op.condition is None:
+                phased = Gate(op.targets, factor * op.matrix, name=op.name)
+                return operations[:index] + [phased] + operations[index + 1:]
+        return [Gate((0,), factor * np.eye(2), name="global_phase")] + list(operations)
+
+    def dynamic_operations(self) -> list:
+        """The operations with runs of adjacent measurements (and of adjacent resets) merged into
+        joint ones, and the global phase folded in."""
+        merged = []
+        for op in self.operations:
+            joint = _merged(merged[-1], op) if merged else None
+            if joint is None:
+                merged.append(op)
+            else:
+                merged[-1] = joint
+        return self.with_phase(merged)
+
+
+def _merged(first, second):
+    """One joint Measure (or Reset) doing first then second, or None when they cannot merge
+    (other kinds, other conditions, a shared qubit or classical bit, or a bit the condition reads)."""
+    if type(first) is not type(second) or isinstance(first, Gate) or first.condition != second.condition:
+        return None
+    if set(first.qubits) & set(second.qubits):
+        return None
+    if isinstance(first, Reset):
+        return Reset(first.qubits + second.qubits, first.condition)
+    clbits = first.clbits + second.clbits
+    read = first.condition.clbits if first.condition is not None else frozenset()
+    if len(set(clbits)) != len(clbits) or read & set(clbits):
+        return None
+    return Measure(first.qubits + second.qubits, clbits, first.condition)
+
+
+def _condition_tests(condition, circuit, clbit_of, where) -> tuple:
+    """The ClbitTests (all must hold) of an IfElseOp condition: a (Clbit or ClassicalRegister,
+    value) pair or a classical expression, with bits taken in `circuit`, mapped to top-level
+    indices."""
+    from qiskit.circuit.classical import expr, types
+
+    def index(bit):
+        return clbit_of[circuit.find_bit(bit).index]
+
+    def bits_of(target):
+        return (index(target),) if not hasattr(target, "size") else tuple(index(b) for b in target)
+
+    if isinstance(condition, tuple):
+        target, value = condition
+        return (ClbitTest(bits_of(target), int(value)),)
+    tests = _expr_tests(condition, bits_of, expr, types)
+    if tests is None:
+        raise CircuitError(f"instruction {where} has the condition {condition}, which is not supported; use "
+                           "comparisons (==, !=) of a classical bit or register with a constant, 'not' of a bit, "
+                           "and 'and' of those")
+    return tests
+
+
+def _expr_tests(node, bits_of, expr, types):
+    """A classical expression as a tuple of ClbitTest that must all hold, or None."""
+    if isinstance(node, expr.Var) and not node.standalone and node.type.kind is types.Bool:
+        return (ClbitTest(bits_of(node.var), 1),)
+    if isinstance(node, expr.Unary) and node.op is expr.Unary.Op.LOGIC_NOT:
+        inner = _expr_tests(node.operand, bits_of, expr, types)
+        return (inner[0].negated(),) if inner is not None and len(inner) == 1 else None
+    if not isinstance(node, expr.Binary):
+        return None
+    if node.op is expr.Binary.Op.LOGIC_AND:
+        left, right = (_expr_tests(side, bits_of, expr, types) for side in (node.left, node.right))
+        return left + right if left is not None and right is not None else None
+    if node.op not in (expr.Binary.Op.EQUAL, expr.Binary.Op.NOT_EQUAL):
+        return None
+    var, value = (node.left, node.right) if isinstance(node.right, expr.Value) else (node.right, node.left)
+    if not (isinstance(var, expr.Var) and not var.standalone and isinstance(value, expr.Value)):
+        return None
+    return (ClbitTest(bits_of(var.var), int(value.value), node.op is expr.Binary.Op.EQUAL),)
 
 
 def _reject_non_unitary(operation, where) -> None:
-    from qiskit.circuit import ControlFlowOp
-
-    if isinstance(operation, ControlFlowOp):
-        raise CircuitError(f"instruction {where} is classical control flow, which is not supported; "
-                           "only unitary gates and final measurements are")
     if getattr(operation, "condition", None) is not None:
         raise CircuitError(f"instruction {where} is classically conditioned (c_if), which is not supported")
-    if operation.name in ("reset", "measure", "initialize", "store"):
-        raise CircuitError(f"instruction {where} is not unitary ({operation.name}); only unitary gates "
-                           "and final top-level measurements are supported")
+    if operation.name in ("initialize", "store"):
+        raise CircuitError(f"instruction {where} is not unitary ({operation.name}) and not a measurement, "
+                           "reset or condition; not supported")
 
 
 def _reject_unbound(operation, where) -> None:
@@ -228,8 +359,8 @@ def _matrix(operation, where) -> np.ndarray:
         return np.asarray(Operator(operation).data, dtype=np.complex128)
     except QiskitError as exc:
         message = str(exc).strip("'\" ")
-        raise CircuitError(f"instruction {where} has no unitary matrix ({message}); only unitary gates "
-                           "and final measurements are supported") from None
+        raise CircuitError(f"instruction {where} has no unitary matrix ({message}); only unitary gates, "
+                           "measurements, resets and if/else are supported") from None
 
 
 # -- OpenQASM ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import json
 import sys
 
 import gemm_backend
-from circuits import CircuitError, brickwork
+from circuits import CircuitError, brickwork, monitored_brickwork
 
 from .errors import SimulationError
 from .result import splits_summary
@@ -41,7 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default="cublas", help="GEMM backend (see `qsim backends`); default cublas")
     _backend_option_arguments(run)
     run.add_argument("--reference", choices=["dd"], help="also run a double-double reference and report errors")
-    run.add_argument("--shots", type=_positive_int, help="sample this many measurement outcomes (seeded by --seed)")
+    run.add_argument("--shots", type=_positive_int,
+                     help="sample this many measurement outcomes (seeded by --seed); for a dynamic circuit, "
+                     "one trajectory per shot")
+    run.add_argument("--trajectories", type=_positive_int, metavar="T",
+                     help="run T seeded quantum trajectories (seeds derived from --seed) and report each")
+    run.add_argument("--measure-rate", type=float, metavar="P",
+                     help="monitored brickwork: measure each qubit with probability P after every layer")
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="run several backends on one circuit against one dd reference")
@@ -62,7 +68,7 @@ def _circuit_arguments(parser):
     source.add_argument("--qubits", type=int, help="number of qubits of the brickwork circuit")
     source.add_argument("--gate-size", type=int, default=5, help="qubits per brickwork gate (default 5)")
     source.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help=f"brickwork layers (default {DEFAULT_DEPTH})")
-    source.add_argument("--seed", type=int, default=0, help="seed of the random gates and of sampling (default 0)")
+    source.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the random gates and of sampling (default 0)")
     source.add_argument("--qasm", metavar="FILE", help="simulate an OpenQASM 2/3 file instead of a brickwork circuit")
     source.add_argument("--fuse", type=int, metavar="K",
                         help=f"fuse gates into blocks of at most K qubits (default {DEFAULT_IMPORT_FUSION} for --qasm, "
@@ -85,11 +91,19 @@ def _backend_option_arguments(parser):
     group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default 1)")
 
 
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _int_at_least(minimum: int):
+    """An argparse type: an integer >= minimum."""
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in its "invalid int value" message
+    return parse
+
+
+_positive_int = _int_at_least(1)
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -103,16 +117,22 @@ def _build_circuit(args):
     if args.qasm:
         import circuits
 
+        if getattr(args, "measure_rate", None) is not None:
+            raise CircuitError("--measure-rate makes a monitored brickwork circuit; it cannot be used with --qasm")
         circuit = circuits.from_qasm(args.qasm)
         fuse = DEFAULT_IMPORT_FUSION if args.fuse is None else args.fuse
         source = {"qasm": args.qasm, "gates_imported": len(circuit)}
     else:
         if args.qubits is None:
             raise CircuitError("give --qubits N for a brickwork circuit, or --qasm FILE")
-        circuit = brickwork(args.qubits, args.gate_size, args.depth, args.seed)
+        rate = getattr(args, "measure_rate", None)
+        shape = (args.qubits, args.gate_size, args.depth)
+        circuit = brickwork(*shape, args.seed) if rate is None else monitored_brickwork(*shape, rate, args.seed)
         fuse = args.fuse or 0
         source = {"brickwork": {"qubits": args.qubits, "gate_size": args.gate_size, "depth": args.depth,
                                 "seed": args.seed}}
+        if rate is not None:
+            source["brickwork"].update(measure_rate=rate, measurements=circuit.n_clbits)
     if fuse < 0:
         raise CircuitError(f"--fuse must be >= 0, got {fuse}")
     if fuse:
@@ -126,9 +146,17 @@ def _build_circuit(args):
 def _run(args) -> int:
     circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
-    simulator = Simulator(args.backend, args.device, progress=progress, **_backend_options(args))
-    result = simulator.run(circuit)
-    report = {"circuit": source, **result.to_dict()}
+    trajectories = _trajectory_count(args, circuit)
+    simulator = Simulator(args.backend, args.device, progress=progress if trajectories is None else False,
+                          **_backend_options(args))
+    if trajectories is None:
+        result = simulator.run(circuit)
+        report = {"circuit": source, **result.to_dict()}
+    else:
+        from .trajectory import run_trajectories, summarize_trajectories
+
+        records, result = run_trajectories(simulator, circuit, trajectories, args.seed, progress)
+        report = {"circuit": source, **result.to_dict(), "trajectories": summarize_trajectories(records, args.seed)}
     if args.reference:
         from .accuracy import accuracy_report
         from .reference import reference_state
@@ -136,7 +164,9 @@ def _run(args) -> int:
         ref_hi, ref_lo = reference_state(circuit, simulator.device, progress=progress)
         result.accuracy = report["accuracy"] = accuracy_report(result.state, ref_hi, ref_lo)
         del ref_hi, ref_lo
-    if args.shots:
+    if circuit.is_dynamic and circuit.n_clbits:
+        report["counts"] = report["trajectories"]["counts"]
+    elif args.shots:
         from .sampling import sample_counts
 
         measured = list(circuit.measured) or list(range(circuit.n_qubits))
@@ -144,6 +174,20 @@ def _run(args) -> int:
     print(_summary(report))
     _write_json(args.json, report)
     return 0
+
+
+def _trajectory_count(args, circuit):
+    """How many trajectories `run` does: None for one plain run of a circuit without
+    mid-circuit operations (unless --trajectories asks for more); a dynamic circuit runs
+    --shots or --trajectories of them (default 1)."""
+    if not circuit.is_dynamic:
+        return args.trajectories
+    if args.reference:
+        raise CircuitError("--reference dd compares one final state; a circuit with mid-circuit measurement, reset "
+                           "or conditions has one per trajectory, so it is not supported there")
+    if args.shots and args.trajectories:
+        raise CircuitError("a dynamic circuit runs one trajectory per shot: give --shots or --trajectories, not both")
+    return args.shots or args.trajectories or 1
 
 
 def _compare(args) -> int:
@@ -215,6 +259,8 @@ def _summary(report: dict) -> str:
         lines.append("accuracy against the double-double reference:")
         for key, value in report["accuracy"].items():
             lines.append(f"  {key:<26} {value:.3e}" if isinstance(value, float) else f"  {key:<26} {value}")
+    if "trajectories" in report:
+        lines += _trajectory_lines(report["trajectories"])
     if "counts" in report:
         top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
         lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))
@@ -228,6 +274,19 @@ def _plans(per_gate: list) -> str:
             key = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
             counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{plan} x{n}" for plan, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _trajectory_lines(summary: dict) -> list:
+    time_s, measure_s = summary["time_s"], summary["measure_time_s"]
+    norms = [record["norm"] for record in summary["records"]]
+    return [
+        f"trajectories    {summary['count']} (seeds derived from --seed {summary['seed']}); the lines above "
+        "are the last one's",
+        f"per trajectory  mean {time_s['mean']:.4f} s, median {time_s['median']:.4f} s "
+        f"(measuring: mean {measure_s['mean']:.4f} s)",
+        f"measurements    mean {summary['measurements_mean']:.2f} measure/reset operations per trajectory",
+        f"norm            max |norm - 1| over trajectories {max(abs(n - 1) for n in norms):.2e}",
+    ]
 
 
 def _write_json(path, payload) -> None:

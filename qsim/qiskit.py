@@ -3,18 +3,21 @@
     from qsim.qiskit import QsimBackend
     counts = QsimBackend(device="cpu").run(qc, shots=1000, seed_simulator=7).result().get_counts()
 
-Each circuit goes through circuits.from_qiskit (final measurements only), circuits.fuse and
-qsim.Simulator; measured classical bits are sampled with qsim.sampling. Counts and memory use
-Qiskit's hex format over all of the circuit's classical bits (bits never measured read 0).
-The target accepts every standard gate but reset, plus UnitaryGate, on any qubits; it also works
-under qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time; nothing else
-in qsim imports it.
+Each circuit goes through circuits.from_qiskit, circuits.fuse and qsim.Simulator. A circuit
+whose only measurements are final runs once and its measured classical bits are sampled with
+qsim.sampling. A dynamic circuit (mid-circuit measurement, reset, if/else) runs one quantum
+trajectory per shot (qsim.trajectory; shot i seeded with trajectory_seed(seed, i)) and each shot's
+classical bits are that trajectory's. Counts and memory use Qiskit's hex format over all of the
+circuit's classical bits (bits never written read 0), so get_counts prints them as Qiskit does.
+The target accepts every standard gate, reset, if_else, box and UnitaryGate on any qubits; it
+also works under qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time;
+nothing else in qsim imports it.
 """
 import datetime
 import uuid
 
 import numpy as np
-from qiskit.circuit import QuantumCircuit
+from qiskit.circuit import BoxOp, IfElseOp, QuantumCircuit
 from qiskit.circuit.library import UnitaryGate, get_standard_gate_name_mapping
 from qiskit.providers import BackendV2, JobStatus, JobV1, Options
 from qiskit.result import Result as QiskitResult
@@ -27,8 +30,8 @@ from circuits.qiskit_import import from_qiskit_with_clbits
 from .errors import SimulationError
 from .sampling import sample_outcomes
 from .simulator import Simulator
+from .trajectory import run_trajectories
 
-_UNSUPPORTED_STANDARD = ("reset",)
 _SEED_LIMIT = 2**62  # seeds stay below it so that seed + circuit index fits in an int64
 
 
@@ -44,7 +47,8 @@ class QsimBackend(BackendV2):
         device: "auto", "cpu" or "gpu".
         fusion_max_qubits: fuse gates into blocks of at most this many qubits; 0 turns fusion off.
         memory: also return each shot's outcome (hex strings, shot order).
-        statevector: also return the final state (numpy complex128, Qiskit's qubit order).
+        statevector: also return the final state (numpy complex128, Qiskit's qubit order); for a
+            dynamic circuit, that of the last shot's trajectory.
     """
 
     def __init__(self, **defaults):
@@ -130,24 +134,31 @@ class QsimJob(JobV1):
 
 
 def _permissive_target() -> Target:
-    """Every standard gate but reset, and UnitaryGate of any width, ideal on all qubits.
-    num_qubits=None lets the transpiler keep the circuit's own width."""
-    target = Target(description="qsim: standard gates and unitaries on any qubits", num_qubits=None)
+    """Every standard gate (measure and reset included), if_else, box and UnitaryGate of any
+    width, ideal on all qubits. num_qubits=None lets the transpiler keep the circuit's own width."""
+    target = Target(description="qsim: standard gates, unitaries and if/else on any qubits", num_qubits=None)
     for name, operation in get_standard_gate_name_mapping().items():
-        if name not in _UNSUPPORTED_STANDARD:
-            target.add_instruction(operation, properties=None, name=name)
+        target.add_instruction(operation, properties=None, name=name)
     target.add_instruction(UnitaryGate, name="unitary")
+    target.add_instruction(IfElseOp, name="if_else")
+    target.add_instruction(BoxOp, name="box")
     return target
 
 
 def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed: int) -> ExperimentResult:
     circuit, clbits = from_qiskit_with_clbits(qc)
     fused = fuse(circuit, settings["fusion_max_qubits"]) if settings["fusion_max_qubits"] else circuit
-    run = simulator.run(fused)
     shots = int(settings["shots"])
+    if circuit.is_dynamic:
+        records, run = run_trajectories(simulator, fused, shots, seed, progress=False)
+        memory = np.array([record["clbits_hex"] for record in records], dtype=object)
+        time_taken = sum(record["time_s"] for record in records)
+    else:
+        run = simulator.run(fused)
+        memory = _clbit_memory(run.state, circuit.measured, clbits, shots, seed) if qc.num_clbits else None
+        time_taken = run.total_time_s
     data = {}
     if qc.num_clbits:
-        memory = _clbit_memory(run.state, circuit.measured, clbits, shots, seed)
         values, counts = np.unique(memory, return_counts=True)
         data["counts"] = {str(value): int(count) for value, count in zip(values, counts)}
         if settings["memory"]:
@@ -160,9 +171,10 @@ def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed:
         header["creg_sizes"] = [[register.name, register.size] for register in qc.cregs]
     return ExperimentResult(
         shots=shots, success=True, data=ExperimentResultData(**data), header=header, status="DONE",
-        seed_simulator=seed, time_taken=run.total_time_s,
+        seed_simulator=seed, time_taken=time_taken,
         metadata={"gates": len(circuit), "fused_gates": len(fused), "backend": run.backend,
-                  "device": run.device, "backend_statistics": run.backend_statistics},
+                  "device": run.device, "backend_statistics": run.backend_statistics,
+                  "trajectories": shots if circuit.is_dynamic else 0},
     )
 
 

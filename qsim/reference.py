@@ -33,6 +33,9 @@ def reference_state(circuit: Circuit, device="cpu", progress=None, initial_state
     """
     if not isinstance(circuit, Circuit):
         raise CircuitError(f"reference_state() takes a circuits.Circuit, got {type(circuit).__name__}")
+    if circuit.is_dynamic:
+        raise SimulationError("the double-double reference runs circuits without mid-circuit measurement, reset "
+                              "or classical conditions; this circuit has them (its state depends on the trajectory)")
     if workspace_bytes <= 0:
         raise SimulationError(f"workspace_bytes must be positive, got {workspace_bytes}")
     device = device if isinstance(device, Device) else resolve_device(device)

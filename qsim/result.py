@@ -18,6 +18,8 @@ class Result:
     gate_flops: per gate, 8 * 2^N * 2^d (complex multiply-adds counted as 8 real flops).
     peak_memory_bytes: GPU: the most memory cupy's pool held during the run; CPU: the
         process's peak resident set size.
+    trajectory: for a dynamic circuit, qsim.trajectory.Trajectory.record() (seed, classical
+        bits, measurement events and time); None otherwise.
     """
 
     n_qubits: int
@@ -34,10 +36,13 @@ class Result:
     prepare_time_s: float = 0.0  # host work per gate done before the timed gates (plans)
     copy_bandwidth_Bps: float = None  # device copy bandwidth measured by the run (GPU), for the floor
     accuracy: dict = None  # filled in when a reference run was asked for
+    trajectory: dict = None
 
     @property
     def total_time_s(self) -> float:
-        return float(sum(self.gate_times_s))
+        """Seconds in gates, plus measurements and resets for a dynamic circuit."""
+        measuring = self.trajectory["measure_time_s"] if self.trajectory is not None else 0.0
+        return float(sum(self.gate_times_s)) + measuring
 
     @property
     def n_gates(self) -> int:
@@ -125,6 +130,8 @@ class Result:
         }
         if self.accuracy is not None:
             out["accuracy"] = self.accuracy
+        if self.trajectory is not None:
+            out["trajectory"] = self.trajectory
         return out
 
 

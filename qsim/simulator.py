@@ -7,13 +7,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import gemm_backend
-from circuits import Circuit, CircuitError
+from circuits import Circuit, CircuitError, Gate
 
 from .apply import apply_plan, plan_gate
 from .device import resolve_device
 from .errors import SimulationError
+from .measurement import measurement_workspace_bytes
 from .result import Result
 from .state import MEMORY_FRACTION, initial_state_vector
+from .trajectory import Trajectory
 
 BYTES_PER_AMPLITUDE = 16
 GIB = float(1 << 30)
@@ -58,9 +60,13 @@ class Simulator:
         """Bytes the run needs, decided before anything is allocated. Raises SimulationError
         when even the in-place plan does not fit."""
         state_bytes = BYTES_PER_AMPLITUDE << circuit.n_qubits
-        plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) for g in circuit.gates]
-        transposes = any(p.axes_order is not None for p in plans)
-        workspace = self.backend.reserved_workspace_bytes()
+        # One plan per operation, None for measurements and resets (qsim.trajectory's).
+        plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) if isinstance(g, Gate) else None
+                 for g in circuit.gates]
+        gate_plans = [p for p in plans if p is not None]
+        transposes = any(p.axes_order is not None for p in gate_plans)
+        workspace = self.backend.reserved_workspace_bytes() + (measurement_workspace_bytes(circuit.n_qubits)
+                                                               if circuit.is_dynamic else 0)
         base = state_bytes * (2 if transposes else 1) + workspace
         budget = int(self.device.free_bytes() * self.options.memory_fraction)
         if base > budget:
@@ -71,7 +77,7 @@ class Simulator:
                 "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
             )
         wants_spare = any(
-            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in plans
+            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
         )
         mode = self.options.out_of_place
         fits_spare = base + state_bytes <= budget
@@ -85,16 +91,20 @@ class Simulator:
                 "available_bytes": budget, "plans": plans}
 
     # -- run ------------------------------------------------------------------------------
-    def run(self, circuit: Circuit, initial_state=None) -> Result:
-        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm)."""
+    def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
+        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
+        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
+        (None: a fresh one, reported in Result.trajectory)."""
         if not isinstance(circuit, Circuit):
             raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
         plan = self.memory_plan(circuit)
         xp = self.device.xp
         state = initial_state_vector(circuit.n_qubits, xp, initial_state)
         scratch = xp.empty_like(state) if plan["spare_buffer"] else None
-        matrices = [xp.asarray(p.matrix) if p.k <= PREPARED_MAX_DIM else None for p in plan["plans"]]
+        matrices = [xp.asarray(p.matrix) if p is not None and p.k <= PREPARED_MAX_DIM else None
+                    for p in plan["plans"]]
         prepare_seconds = self._warm_up(plan["plans"], matrices)
+        trajectory = Trajectory.start(circuit, self.device, seed)
         timer = _GateTimer(self.device)
         memory = _PeakMemory(self.device)
         gate_info, gate_flops = [], []
@@ -102,6 +112,9 @@ class Simulator:
         self.backend.start_run()
         try:
             for gate, gate_plan, u in zip(circuit.gates, plan["plans"], matrices):
+                if trajectory is not None and trajectory.handles(gate, state):
+                    bar.update(1)
+                    continue
                 u = xp.asarray(gate_plan.matrix) if u is None else u
                 product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
                 timer.start()
@@ -121,6 +134,7 @@ class Simulator:
             peak_memory_bytes=memory.peak(), memory_measure=memory.measure,
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
             prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
+            trajectory=trajectory.record() if trajectory is not None else None,
         )
 
     def _progress_disabled(self):
@@ -136,6 +150,8 @@ class Simulator:
         rng = np.random.default_rng(0)
         shapes = {}
         for p, u in zip(plans, matrices):
+            if p is None:
+                continue
             shapes.setdefault((p.k, _stride_class(p.view_shape[2])), u if u is not None else xp.asarray(p.matrix))
         for (k, n_right), u in sorted(shapes.items(), key=lambda item: item[0]):
             block = rng.standard_normal((2, k, n_right)) + 1j * rng.standard_normal((2, k, n_right))

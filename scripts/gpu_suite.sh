@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU must show, in one device call: the gpu-marked tests, then the benchmarks.
-# Usage on the GPU machine, from the repository root:  bash scripts/gpu_suite.sh OUTDIR [tests|bench|all]
+# Usage on the GPU machine, from the repository root:  bash scripts/gpu_suite.sh OUTDIR [tests|bench|all|trajectories]
+# (trajectories: the monitored-brickwork benchmark alone, N = 28, d = 2 and 5, p = 0.1, 100 trajectories)
 # Wheels for qiskit (not installed there) are taken from .whl/ when present.
 set -uo pipefail
 out=${1:-out}; what=${2:-all}
@@ -18,4 +19,8 @@ fi
 if [[ $what == bench || $what == all ]]; then
   python3 scripts/bench_gates.py --qubits 28 30 --device gpu --compare-cublas-only --json "$out/bench_gates.json" \
     2>&1 | tee "$out/bench_gates.log"
+fi
+if [[ $what == trajectories ]]; then
+  python3 scripts/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 100 --device gpu \
+    --json "$out/bench_trajectories.json" 2>&1 | tee "$out/bench_trajectories.log"
 fi

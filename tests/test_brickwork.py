@@ -61,3 +61,50 @@ def test_haar_statistics_are_plausible():
 def test_bad_arguments(args, message):
     with pytest.raises(CircuitError, match=message):
         brickwork(*args)
+
+
+# -- monitored brickwork -----------------------------------------------------------------------
+def same_circuit(a, b) -> bool:
+    def key(op):
+        return (type(op), op.name, getattr(op, "targets", None), getattr(op, "qubits", None),
+                getattr(op, "clbits", None), op.condition)
+
+    return (a.n_qubits, a.n_clbits, len(a)) == (b.n_qubits, b.n_clbits, len(b)) and all(
+        key(x) == key(y) and np.array_equal(getattr(x, "matrix", 0), getattr(y, "matrix", 0))
+        for x, y in zip(a.gates, b.gates))
+
+
+def test_monitored_brickwork_has_brickworks_gates_and_a_measurement_after_layers():
+    from circuits import Measure, monitored_brickwork
+
+    plain = brickwork(9, 3, 5, seed=6)
+    monitored = monitored_brickwork(9, 3, 5, 0.4, seed=6)
+    gates = [op for op in monitored.gates if not isinstance(op, Measure)]
+    assert len(gates) == len(plain.gates)
+    assert all(g.targets == p.targets and np.array_equal(g.matrix, p.matrix) for g, p in zip(gates, plain.gates))
+    measurements = [op for op in monitored.gates if isinstance(op, Measure)]
+    clbits = [c for m in measurements for c in m.clbits]
+    assert clbits == list(range(monitored.n_clbits)) and monitored.clbit_registers == (("c", monitored.n_clbits),)
+    # Every measurement follows the last gate of its layer and precedes the next layer's gates.
+    for position, op in enumerate(monitored.gates):
+        if isinstance(op, Measure):
+            layer = int(op.name.split("_L")[1])
+            assert monitored.gates[position - 1].name == f"haar3_L{layer}"
+            assert position + 1 == len(monitored.gates) or monitored.gates[position + 1].name == f"haar3_L{layer + 1}"
+            assert list(op.qubits) == sorted(op.qubits)
+    assert same_circuit(monitored_brickwork(9, 3, 5, 0.4, seed=6), monitored)
+    assert not same_circuit(monitored_brickwork(9, 3, 5, 0.4, seed=7), monitored)
+
+
+def test_monitored_brickwork_rates():
+    from circuits import monitored_brickwork
+
+    assert same_circuit(monitored_brickwork(8, 2, 4, 0.0, seed=1), brickwork(8, 2, 4, seed=1))
+    everything = monitored_brickwork(8, 2, 4, 1.0, seed=1)
+    assert everything.n_clbits == 8 * 4 and everything.is_dynamic
+    # 2000 qubit-layers at p = 0.3: the count is binomial, sd ~20.5; allow 5 sd.
+    count = monitored_brickwork(100, 2, 20, 0.3, seed=2).n_clbits
+    assert abs(count - 600) < 5 * 20.5
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(CircuitError, match="--measure-rate must be between 0 and 1"):
+            monitored_brickwork(8, 2, 4, bad, seed=1)

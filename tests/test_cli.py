@@ -54,6 +54,12 @@ def test_backends_lists_cublas():
         (["run", "--qubits", "44", "--gate-size", "2", "--depth", "1", "--device", "cpu"], "44 qubits need"),
         (["run", "--qubits", "8", "--rho", "1", "--device", "cpu"], "takes no option rho"),
         (["run", "--device", "cpu"], "--qubits"),
+        (["run", "--qubits", "6", "--gate-size", "2", "--measure-rate", "1.5", "--device", "cpu"],
+         "--measure-rate must be between 0 and 1"),
+        (["run", "--qubits", "6", "--gate-size", "2", "--measure-rate", "0.5", "--shots", "4", "--trajectories", "2",
+          "--device", "cpu"], "give --shots or --trajectories, not both"),
+        (["run", "--qubits", "6", "--gate-size", "2", "--measure-rate", "0.5", "--reference", "dd", "--device", "cpu"],
+         "--reference dd compares one final state"),
     ],
 )
 def test_bad_input_gives_one_line_error(args, message):
@@ -62,6 +68,13 @@ def test_bad_input_gives_one_line_error(args, message):
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("option, value, message", [("--trajectories", "0", "must be >= 1"),
+                                                   ("--seed", "-1", "must be >= 0")])
+def test_out_of_range_counts_and_seeds_are_rejected_by_the_parser(option, value, message):
+    proc = qsim("run", "--qubits", "6", option, value, "--device", "cpu")
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_unknown_device_is_rejected_by_the_parser():
@@ -159,3 +172,60 @@ def test_compare_table_and_json(tmp_path):
     assert rows["int8-9"]["splits"]["max"] == 9 and rows["int8-auto"]["backend_options"].get("rho") == 0.0
     for name in rows:
         assert name in proc.stdout
+
+
+def test_monitored_brickwork_trajectories_report_each_one(tmp_path):
+    from circuits import monitored_brickwork
+    from qsim.trajectory import trajectory_seed
+
+    out = tmp_path / "traj.json"
+    proc = qsim("run", "--qubits", "8", "--gate-size", "2", "--depth", "5", "--measure-rate", "0.3",
+                "--trajectories", "6", "--seed", "3", "--backend", "int8-9", "--device", "cpu", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "trajectories    6" in proc.stdout and "per trajectory" in proc.stdout
+    report = json.loads(out.read_text())
+    assert report["circuit"]["brickwork"]["measure_rate"] == 0.3
+    summary = report["trajectories"]
+    assert summary["count"] == 6 and sum(report["counts"].values()) == 6
+    records = summary["records"]
+    assert [r["seed"] for r in records] == [trajectory_seed(3, i) for i in range(6)]
+    circuit = monitored_brickwork(8, 2, 5, 0.3, seed=3)
+    assert all(len(r["clbits"]) == circuit.n_clbits and abs(r["norm"] - 1) < 1e-14 for r in records)
+    alone = Simulator(backend="int8-9", device="cpu", progress=False).run(circuit, seed=records[2]["seed"])
+    assert alone.trajectory["clbits"] == records[2]["clbits"]
+    assert alone.trajectory["events"] == records[2]["events"]
+
+
+DYNAMIC_QASM = """OPENQASM 2.0;
+include "qelib1.inc";
+qreg q[2];
+creg a[1];
+creg b[1];
+h q[0];
+measure q[0] -> a[0];
+if(a==1) x q[1];
+reset q[0];
+measure q[1] -> b[0];
+"""
+
+
+def test_dynamic_qasm_shots_run_one_trajectory_each(tmp_path):
+    qasm = tmp_path / "dyn.qasm"
+    qasm.write_text(DYNAMIC_QASM)
+    out = tmp_path / "dyn.json"
+    proc = qsim("run", "--qasm", str(qasm), "--shots", "400", "--seed", "1", "--device", "cpu", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    counts = report["counts"]
+    assert set(counts) == {"0 0", "1 1"} and sum(counts.values()) == 400  # b equals a: Qiskit's "b a"
+    assert abs(counts["1 1"] - 200) < 4 * 10
+    assert report["trajectories"]["count"] == 400
+
+
+def test_static_circuit_with_trajectories_repeats_the_run(tmp_path):
+    out = tmp_path / "static.json"
+    proc = qsim("run", "--qubits", "6", "--gate-size", "3", "--depth", "2", "--trajectories", "2", "--device", "cpu",
+                "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(out.read_text())["trajectories"]["records"]
+    assert len(records) == 2 and all(r["measurements"] == 0 and r["clbits"] == "" for r in records)

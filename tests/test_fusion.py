@@ -7,12 +7,12 @@ import pytest
 from qiskit import QuantumCircuit
 from qiskit.circuit.library import QFTGate
 
-from circuits import Circuit, CircuitError, Gate, haar_unitary
+from circuits import Circuit, CircuitError, ClbitTest, Condition, Gate, Measure, Reset, haar_unitary
 from circuits.fusion import apply_to_rows, fuse
 from circuits.qiskit_import import from_qiskit
 from qsim import Simulator
 
-from .dense import dense_operator, dense_state
+from .dense import DenseDynamic, dense_operator, dense_state
 
 
 def haar_gate(targets, rng, name="u"):
@@ -130,3 +130,70 @@ def test_bad_max_qubits_is_rejected(bad):
 def test_non_circuit_is_rejected():
     with pytest.raises(CircuitError, match="circuits.Circuit"):
         fuse([], 3)
+
+
+# -- dynamic circuits -----------------------------------------------------------------------
+def random_dynamic_circuit(n_qubits, n_operations, seed):
+    """Haar gates of 1-3 qubits mixed with measurements, resets and conditioned gates."""
+    rng = np.random.default_rng(seed)
+    n_clbits = 4
+    operations = []
+    for _ in range(n_operations):
+        kind = rng.choice(["gate", "gate", "gate", "measure", "reset", "conditioned"])
+        qubits = tuple(int(q) for q in rng.choice(n_qubits, size=int(rng.integers(1, 4)), replace=False))
+        if kind == "measure":
+            operations.append(Measure(qubits, tuple(int(c) for c in rng.choice(n_clbits, len(qubits), replace=False))))
+        elif kind == "reset":
+            operations.append(Reset(qubits[:1]))
+        else:
+            condition = None
+            if kind == "conditioned":
+                clbits = tuple(int(c) for c in rng.choice(n_clbits, 2, replace=False))
+                condition = Condition((ClbitTest(clbits, int(rng.integers(0, 4)), bool(rng.integers(0, 2))),))
+            operations.append(Gate(qubits, haar_unitary(1 << len(qubits), rng), condition=condition))
+    return Circuit(n_qubits, operations, n_clbits=n_clbits)
+
+
+@pytest.mark.parametrize("max_qubits", [1, 2, 3, 5])
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_fused_dynamic_circuit_runs_the_same_trajectory(max_qubits, seed):
+    circuit = random_dynamic_circuit(6, 40, seed)
+    fused = fuse(circuit, max_qubits)
+    assert fused.n_clbits == circuit.n_clbits
+    assert [op for op in fused.gates if not isinstance(op, Gate)] == [op for op in circuit.gates
+                                                                       if not isinstance(op, Gate)]
+    dense = DenseDynamic(circuit)
+    for trajectory_seed in range(4):
+        result = Simulator(device="cpu", progress=False).run(fused, seed=trajectory_seed)
+        state, bits, probabilities = dense.replay(result.trajectory["events"])
+        assert np.abs(result.state_vector() - state).max() < 1e-12
+        assert np.allclose([e["probability"] for e in result.trajectory["events"]], probabilities, rtol=1e-12)
+
+
+def test_gates_do_not_cross_a_measurement_or_reset_on_their_qubits(rng):
+    before, after, elsewhere = haar_gate((0, 1), rng), haar_gate((1, 2), rng), haar_gate((0,), rng)
+    for barrier in (Measure((1,), (0,)), Reset((1,))):
+        fused = fuse(Circuit(3, [before, barrier, after, elsewhere], n_clbits=1), 3)
+        # `after` stays behind the barrier; `elsewhere` (qubit 0, untouched by it) joins `before`.
+        assert [op.name for op in fused.gates] == ["fused2", barrier.name, "u"]
+        assert fused.gates[0].targets == (0, 1) and fused.gates[2] is after
+
+
+def test_conditioned_gates_fuse_only_with_the_same_condition(rng):
+    first, second = (Condition.equals((0,), 1), Condition.equals((0,), 0))
+    a, b = haar_gate((0,), rng), haar_gate((1,), rng)
+    c1 = Gate((0,), haar_unitary(2, rng), condition=first)
+    c2 = Gate((1,), haar_unitary(2, rng), condition=first)
+    c3 = Gate((1,), haar_unitary(2, rng), condition=second)
+    fused = fuse(Circuit(2, [a, c1, b, c2, c3], n_clbits=1), 2)
+    assert [(op.name, op.condition) for op in fused.gates] == [("fused2", None), ("fused2", first), ("unitary", second)]
+    expected = dense_operator(2, (1,), c2.matrix) @ dense_operator(2, (0,), c1.matrix)
+    assert np.abs(fused.gates[1].matrix - expected).max() < 1e-15
+
+
+def test_a_conditioned_gate_stays_after_the_measurement_it_reads(rng):
+    early = Gate((0,), haar_unitary(2, rng), condition=Condition.equals((0,), 1))
+    write = Measure((2,), (0,))
+    late = Gate((1,), haar_unitary(2, rng), condition=Condition.equals((0,), 1))
+    fused = fuse(Circuit(3, [early, write, late], n_clbits=1), 3)
+    assert list(fused.gates) == [early, write, late]

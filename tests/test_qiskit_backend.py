@@ -158,16 +158,83 @@ def test_bad_runs_give_clear_errors(backend):
         backend.run(qc, backend="nope")
     with pytest.raises(BackendError, match="takes no option"):
         backend.run(qc, backend_options={"bogus": 1})
-    reset = QuantumCircuit(1)
-    reset.reset(0)
-    with pytest.raises(CircuitError, match="'reset' at position 0"):
-        backend.run(reset)
+    loop = QuantumCircuit(1, 1)
+    with loop.while_loop((loop.clbits[0], 0)):
+        loop.h(0)
+        loop.measure(0, 0)
+    with pytest.raises(CircuitError, match="'while_loop' at position 0"):
+        backend.run(loop)
 
 
-def test_target_accepts_standard_gates_and_unitaries_but_not_reset(backend):
+def test_target_accepts_standard_gates_unitaries_reset_and_if_else(backend):
     names = set(backend.target.operation_names)
-    assert {"cx", "ccx", "u", "rzz", "measure", "unitary"} <= names
-    assert "reset" not in names
+    assert {"cx", "ccx", "u", "rzz", "measure", "reset", "unitary", "if_else", "box"} <= names
+
+
+def teleportation_with_registers(measure_out=True):
+    """Teleport ry(THETA)|0> from q0 to q2; registers m (2 bits, the Bell measurement) and out."""
+    q, m, out = QuantumRegister(3, "q"), ClassicalRegister(2, "m"), ClassicalRegister(1, "out")
+    qc = QuantumCircuit(q, m, out)
+    qc.ry(TELEPORTED_ANGLE, 0)
+    qc.h(1)
+    qc.cx(1, 2)
+    qc.cx(0, 1)
+    qc.h(0)
+    qc.measure([0, 1], [m[0], m[1]])
+    with qc.if_test((m[1], 1)):
+        qc.x(2)
+    with qc.if_test((m[0], 1)):
+        qc.z(2)
+    if measure_out:
+        qc.measure(2, out[0])
+    return qc
+
+
+TELEPORTED_ANGLE = 1.1
+
+
+def test_dynamic_circuit_counts_in_qiskit_format(backend):
+    """Counts read 'out m1m0'; the Bell bits are uniform and out reads 1 with sin^2(THETA/2)
+    whatever they are (chi-square on the 8 keys)."""
+    shots = 4000
+    result = backend.run(teleportation_with_registers(), shots=shots, memory=True, seed_simulator=5).result()
+    counts = result.get_counts()
+    assert all(len(key) == 4 and key[1] == " " for key in counts)
+    memory = result.get_memory()
+    assert {k: memory.count(k) for k in set(memory)} == counts
+    p1 = np.sin(TELEPORTED_ANGLE / 2) ** 2
+    keys = [f"{o} {b}" for o in "01" for b in ("00", "01", "10", "11")]
+    expected = [shots * (p1 if o == "1" else 1 - p1) / 4 for o in "01" for _ in range(4)]
+    assert chisquare([counts.get(k, 0) for k in keys], expected).pvalue > P_VALUE
+    assert result.results[0].metadata["trajectories"] == shots
+    again = backend.run(teleportation_with_registers(), shots=shots, memory=True, seed_simulator=5).result()
+    assert again.get_memory() == memory
+
+
+def test_dynamic_statevector_is_the_last_shots(backend):
+    qc = teleportation_with_registers(measure_out=False)
+    result = backend.run(qc, shots=3, memory=True, statevector=True, seed_simulator=2).result()
+    last = result.get_memory()[-1]
+    m0, m1 = int(last[-1]), int(last[-2])
+    state = result.get_statevector()
+    amplitudes = state[[m0 + 2 * m1, m0 + 2 * m1 + 4]]
+    assert np.abs(np.abs(amplitudes) - [np.cos(TELEPORTED_ANGLE / 2), np.sin(TELEPORTED_ANGLE / 2)]).max() < 1e-12
+
+
+def test_transpiled_dynamic_circuit_keeps_its_control_flow(backend):
+    transpiled = transpile(teleportation_with_registers(), backend, optimization_level=1, seed_transpiler=1)
+    assert {"if_else", "measure"} <= set(transpiled.count_ops())
+    counts = backend.run(transpiled, shots=500, seed_simulator=1).result().get_counts()
+    assert sum(counts.values()) == 500 and len(counts) == 8
+
+
+def test_backend_sampler_v2_with_a_dynamic_circuit(backend):
+    sampler = BackendSamplerV2(backend=backend, options={"seed_simulator": 4})
+    data = sampler.run([teleportation_with_registers()], shots=2000).result()[0].data
+    out = data.out.get_counts()
+    p1 = np.sin(TELEPORTED_ANGLE / 2) ** 2
+    assert chisquare([out.get("0", 0), out.get("1", 0)], [2000 * (1 - p1), 2000 * p1]).pvalue > P_VALUE
+    assert set(data.m.get_counts()) == {"00", "01", "10", "11"}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gemm_backend.ozaki") is None,

@@ -5,12 +5,13 @@ import importlib.util
 import numpy as np
 import pytest
 from qiskit import ClassicalRegister, QuantumCircuit, QuantumRegister
-from qiskit.circuit import Parameter
+from qiskit.circuit import Clbit, IfElseOp, Parameter, Qubit
+from qiskit.circuit.classical import expr
 from qiskit.circuit.library import GlobalPhaseGate, Initialize, MCXGate, QFTGate, UnitaryGate, quantum_volume
 from qiskit.circuit.random import random_circuit
 from qiskit.quantum_info import Statevector, random_unitary
 
-from circuits import CircuitError
+from circuits import CircuitError, Gate
 from circuits.fusion import fuse
 from circuits.qiskit_import import from_qasm, from_qiskit, from_qiskit_with_clbits
 from gemm_backend.arrays import gpu_available
@@ -200,31 +201,6 @@ def test_measure_all_measures_every_qubit():
     assert from_qiskit(qc).measured == (0, 1, 2, 3, 4)
 
 
-def _mid_circuit_measure():
-    qc = QuantumCircuit(2, 1)
-    qc.h(0)
-    qc.measure(0, 0)
-    qc.x(0)
-    return qc
-
-
-def _reset():
-    qc = QuantumCircuit(2)
-    qc.h(0)
-    qc.reset(1)
-    return qc
-
-
-def _if_else():
-    qc = QuantumCircuit(2, 1)
-    qc.h(0)
-    qc.h(1)
-    qc.measure(1, 0)
-    with qc.if_test((qc.clbits[0], 1)):
-        qc.x(0)
-    return qc
-
-
 def _unbound():
     qc = QuantumCircuit(1)
     qc.rx(Parameter("theta"), 0)
@@ -244,44 +220,182 @@ def _initialize():
     return qc
 
 
-def _nested_reset():
-    sub = QuantumCircuit(2, name="prep")
-    sub.h(0)
-    sub.reset(1)
-    qc = QuantumCircuit(3)
-    qc.x(2)
-    qc.append(sub.to_instruction(), [0, 2])
-    return qc
-
-
-def _clbit_written_twice():
-    qc = QuantumCircuit(2, 1)
+def _while_loop():
+    qc = QuantumCircuit(1, 1)
     qc.measure(0, 0)
-    qc.measure(1, 0)
+    with qc.while_loop((qc.clbits[0], 1)):
+        qc.x(0)
+        qc.measure(0, 0)
     return qc
 
 
-def _qubit_measured_twice():
+def _for_loop():
+    qc = QuantumCircuit(1)
+    with qc.for_loop(range(3)):
+        qc.x(0)
+    return qc
+
+
+def _measure_into_condition_bit():
+    qc = QuantumCircuit(2, 1)
+    qc.h(0)
+    qc.measure(0, 0)
+    with qc.if_test((qc.clbits[0], 1)):
+        qc.h(1)
+        qc.measure(1, 0)
+    return qc
+
+
+def _ordering_condition():
     qc = QuantumCircuit(1, 2)
     qc.measure(0, 0)
-    qc.measure(0, 1)
+    with qc.if_test(expr.less(qc.cregs[0], 2)):
+        qc.x(0)
+    return qc
+
+
+def _disjunction():
+    qc = QuantumCircuit(1, 2)
+    with qc.if_test(expr.logic_or(qc.clbits[0], qc.clbits[1])):
+        qc.x(0)
+    return qc
+
+
+def _else_under_conjunction():
+    qc = QuantumCircuit(1, 2)
+    with qc.if_test(expr.logic_and(qc.clbits[0], qc.clbits[1])) as else_:
+        qc.x(0)
+    with else_:
+        qc.h(0)
     return qc
 
 
 @pytest.mark.parametrize("build, message", [
-    (_mid_circuit_measure, r"'x' at position 2 acts on qubit 0 after its measurement at position 1.*mid-circuit"),
-    (_reset, r"'reset' at position 1 is not unitary"),
-    (_if_else, r"'if_else' at position 3 .*classical"),
     (_unbound, r"'rx' at position 0 has unbound parameters theta"),
     (_unbound_phase, r"global phase has unbound parameters phi"),
     (_initialize, r"'initialize' at position 1 is not unitary"),
-    (_nested_reset, r"'reset' at position 1 inside 'prep' at position 1 is not unitary"),
-    (_clbit_written_twice, r"'measure' at position 1 writes classical bit 0, already written .* position 0"),
-    (_qubit_measured_twice, r"'measure' at position 1 acts on qubit 0 after its measurement at position 0"),
+    (_while_loop, r"'while_loop' at position 1 is classical control flow that is not supported"),
+    (_for_loop, r"'for_loop' at position 0 is classical control flow"),
+    (_measure_into_condition_bit, r"'measure' at position 1 inside 'if_else' at position 2 writes classical bit 0, "
+                                  r"which the condition of 'if_else' at position 2 reads"),
+    (_ordering_condition, r"'if_else' at position 1 has the condition .* not supported"),
+    (_disjunction, r"'if_else' at position 0 has the condition .* not supported"),
+    (_else_under_conjunction, r"'if_else' at position 0 has an else branch under a condition joined by 'and'"),
 ], ids=lambda value: value.__name__.strip("_") if callable(value) else "")
 def test_rejected_constructs_name_instruction_and_position(build, message):
     with pytest.raises(CircuitError, match=message):
         from_qiskit(build())
+
+
+def summary(circuit):
+    """(name, qubits, clbits or None, condition tests as (clbits, value, equal) tuples) per operation."""
+    rows = []
+    for op in circuit.gates:
+        tests = None if op.condition is None else [(t.clbits, t.value, t.equal) for t in op.condition.tests]
+        qubits = op.targets if isinstance(op, Gate) else op.qubits
+        rows.append((op.name, qubits, getattr(op, "clbits", None), tests))
+    return rows
+
+
+def test_mid_circuit_measurement_and_reset_make_a_dynamic_circuit():
+    qc = QuantumCircuit(3, 3)
+    qc.h(0)
+    qc.measure([0, 1], [2, 0])  # adjacent measurements merge into one joint measurement
+    qc.x(0)
+    qc.reset(1)
+    qc.reset(2)
+    qc.measure(0, 0)  # classical bit 0 written again
+    circuit, clbits = from_qiskit_with_clbits(qc)
+    assert circuit.is_dynamic and circuit.measured == () and clbits == ()
+    assert circuit.n_clbits == 3 and circuit.clbit_registers == (("c", 3),)
+    assert summary(circuit) == [("h", (0,), None, None), ("measure", (0, 1), (2, 0), None),
+                                ("x", (0,), None, None), ("reset", (1, 2), None, None),
+                                ("measure", (0,), (0,), None)]
+
+
+def test_final_measurements_stay_static():
+    qc = QuantumCircuit(3, 3)
+    qc.h(0)
+    qc.cx(0, 1)
+    qc.measure([1, 0], [0, 2])
+    qc.x(2)  # a gate on an unmeasured qubit after the measurements
+    circuit, clbits = from_qiskit_with_clbits(qc)
+    assert not circuit.is_dynamic and circuit.measured == (1, 0) and clbits == (0, 2)
+    assert all(isinstance(op, Gate) for op in circuit.gates)
+
+
+def test_if_else_nesting_and_expressions_become_conditions():
+    q, c = QuantumRegister(3, "q"), ClassicalRegister(2, "c")
+    qc = QuantumCircuit(q, c)
+    qc.measure([0, 1], [0, 1])
+    with qc.if_test((c[1], 1)) as else_:
+        qc.x(2)
+        with qc.if_test(expr.equal(c, 2)):
+            qc.h(0)
+    with else_:
+        qc.z(2)
+    with qc.if_test(expr.logic_and(expr.logic_not(c[0]), expr.not_equal(3, c))):
+        qc.y(1)
+    with qc.if_test(expr.equal(c[0], False)):
+        qc.s(1)
+    assert summary(from_qiskit(qc))[1:] == [
+        ("x", (2,), None, [((1,), 1, True)]),
+        ("h", (0,), None, [((1,), 1, True), ((0, 1), 2, True)]),
+        ("z", (2,), None, [((1,), 1, False)]),
+        ("y", (1,), None, [((0,), 1, False), ((0, 1), 3, False)]),
+        ("s", (1,), None, [((0,), 0, True)]),
+    ]
+
+
+def test_subcircuits_and_boxes_map_their_qubits_and_classical_bits():
+    sub = QuantumCircuit(2, 1, name="prep")
+    sub.h(0)
+    sub.measure(0, 0)
+    sub.reset(1)
+    qc = QuantumCircuit(3, 2)
+    qc.x(2)
+    qc.append(sub.to_instruction(), [2, 0], [1])
+    with qc.box():
+        qc.measure(1, 0)
+    assert summary(from_qiskit(qc)) == [("x", (2,), None, None), ("h", (2,), None, None),
+                                        ("measure", (2,), (1,), None), ("reset", (0,), None, None),
+                                        ("measure", (1,), (0,), None)]
+
+
+def test_registers_out_of_order_or_loose_bits_give_no_layout():
+    loose = QuantumCircuit([Qubit(), Clbit(), Clbit()])
+    loose.measure(0, 1)
+    assert from_qiskit(loose).clbit_registers == ()
+    a, b = ClassicalRegister(1, "a"), ClassicalRegister(2, "b")
+    qc = QuantumCircuit(QuantumRegister(2, "q"), a, b)
+    qc.measure(0, b[1])
+    circuit = from_qiskit(qc)
+    assert circuit.clbit_registers == (("a", 1), ("b", 2)) and circuit.measured == (0,)
+
+
+def test_global_phase_is_kept_in_dynamic_circuits():
+    """Measuring |0> always reads 0, so the dynamic circuit's trajectory equals the unitary circuit
+    with the taken branch written out; phases of conditioned definitions stay conditioned."""
+    body = QuantumCircuit(1, global_phase=0.7, name="phased")
+    body.rx(0.4, 0)
+    dynamic = QuantumCircuit(2, 1, global_phase=0.3)
+    dynamic.measure(1, 0)
+    with dynamic.if_test((dynamic.clbits[0], 0)):
+        dynamic.append(body.to_gate(), [0])
+    with dynamic.if_test((dynamic.clbits[0], 1)):
+        dynamic.append(body.to_gate(), [1])
+    dynamic.h(1)
+    phased_block = QuantumCircuit(1, 1, global_phase=0.9)
+    phased_block.sx(0)
+    dynamic.append(IfElseOp((dynamic.clbits[0], 0), phased_block), [0], [0])
+    unitary = QuantumCircuit(2, global_phase=0.3 + 0.9)
+    unitary.append(body.to_gate(), [0])
+    unitary.h(1)
+    unitary.sx(0)
+    circuit = from_qiskit(dynamic)
+    assert circuit.is_dynamic
+    state = Simulator(device="cpu", progress=False).run(circuit, seed=1).state_vector()
+    assert np.abs(state - Statevector(unitary).data).max() < 1e-15
 
 
 def test_non_circuit_input_is_rejected():
