@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser("compare", help="run several backends on one circuit against one dd reference")
     _circuit_arguments(compare)
-    compare.add_argument("--backends", required=True, help="comma-separated backend names, e.g. cublas,int8-auto,int8-9")
+    compare.add_argument("--backends", required=True,
+                         help="comma-separated backend names, e.g. cublas,int8-auto,int8-9; "
+                         "name@option=value runs a backend with its own option, e.g. int8-auto@rho=0")
     _backend_option_arguments(compare)
     compare.add_argument("--plot", metavar="PATH", help="write an accuracy-versus-time plot (needs matplotlib)")
     compare.set_defaults(handler=_compare)
@@ -191,14 +193,14 @@ def _trajectory_count(args, circuit):
 
 
 def _compare(args) -> int:
-    from .compare import compare_backends, format_table, plot_accuracy_vs_time
+    from .compare import compare_backends, format_table, parse_label, plot_accuracy_vs_time
 
     circuit, source = _build_circuit(args)
     names = [name.strip() for name in args.backends.split(",") if name.strip()]
     if not names:
         raise CircuitError("--backends needs at least one backend name")
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
-    per_backend = {name: _options_for(name, options) for name in names}
+    per_backend = {label: _options_for(parse_label(label)[0], options) for label in names}
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source

@@ -46,11 +46,13 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
     reference = {"time_s": time.perf_counter() - start, "bytes": REFERENCE_BYTES_PER_AMPLITUDE << circuit.n_qubits}
     ref_hi, ref_lo, reference["held_on"] = _park_reference(device, ref_hi, ref_lo)
     rows = []
-    for name in backends:
+    for label in backends:
         _release_device_memory(device)
-        simulator = Simulator(backend=name, device=device.kind, progress=progress, **backend_options.get(name, {}))
+        name, own_options = parse_label(label)
+        options = {**backend_options.get(label, {}), **own_options}
+        simulator = Simulator(backend=name, device=device.kind, progress=progress, **options)
         result = simulator.run(circuit)
-        rows.append(_row(name, result, accuracy_report(result.state, ref_hi, ref_lo)))
+        rows.append(_row(label, result, accuracy_report(result.state, ref_hi, ref_lo)))
         del result, simulator
     _release_device_memory(device)
     return {
@@ -59,6 +61,30 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
         "reference": reference,
         "rows": rows,
     }
+
+
+def parse_label(label: str) -> tuple:
+    """(registry name, options) of a backend label "name" or "name@option=value[@option=value]",
+    e.g. "int8-auto@rho=0" or "int8-auto@target_error=1e-10"; values are numbers, True/False or text."""
+    name, *pairs = label.split("@")
+    options = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise SimulationError(f"backend label {label!r}: write options as name@option=value")
+        options[key] = _option_value(text)
+    return name, options
+
+
+def _option_value(text: str):
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _check_backend_names(backends: list, backend_options: dict) -> None:
@@ -97,6 +123,9 @@ def _row(name: str, result, accuracy: dict) -> dict:
         "peak_memory_bytes": int(result.peak_memory_bytes),
         "memory_measure": result.memory_measure,
         "splits": splits_summary(result.gate_info),
+        "x_floor": result.total_time_s / result.floor_time_s() if result.floor_time_s() else None,
+        "time_by_path": result.time_by_path(),
+        "digit_pairs": result.backend_statistics.get("pairs"),
     }
     row.update(accuracy)
     return row

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU checks and benchmarks of the fused-INT8 round, in two device calls that fit the lease:
+#   bash scripts/gpu_round2.sh tests   -> gpu-marked tests, then the gate table at N = 30
+#   bash scripts/gpu_round2.sh runs    -> headline runs, compare at N = 30, per-gate errors at N = 28, trajectories
+# Outputs (logs, JSON) go to $OUT (or ./out). Wheels for qiskit are taken from .whl/ when present.
+set -uo pipefail
+out=${OUT:-out}; mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+case ${1:-tests} in
+tests)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -25
+  python3 scripts/bench_gates.py --qubits 30 --gate-sizes 2 3 4 5 6 --targets 0 2 middle top \
+    --backends cublas,int8-auto,int8-7,int8-8 --device gpu --json "$out/bench_gates_n30.json" 2>&1 | tail -22
+  ;;
+runs)
+  for b in cublas int8-auto; do
+    python3 -m qsim.cli run --qubits 30 --gate-size 5 --depth 20 --seed 1 --backend $b --no-progress \
+      --json "$out/run30_$b.json" 2>&1 | tail -14
+  done
+  python3 -m qsim.cli compare --qubits 30 --gate-size 5 --depth 20 --seed 1 --no-progress \
+    --backends cublas,int8-auto,int8-auto@rho=0,int8-auto@rho=1 --json "$out/compare30.json" 2>&1 | tail -8
+  python3 scripts/bench_gates.py --qubits 28 --gate-sizes 5 6 --targets 0 2 --backends cublas,int8-auto,int8-7 \
+    --device gpu --error --json "$out/bench_gates_n28_error.json" 2>&1 | tail -6
+  ;;
+esac
