@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     _backend_option_arguments(run)
     run.add_argument("--reference", choices=["dd"], help="also run a double-double reference and report errors")
     run.add_argument("--shots", type=_positive_int, help="sample this many measurement outcomes (seeded by --seed)")
+    run.add_argument("--gpus", type=_positive_int, default=1,
+                     help="split the state over this many GPUs (a power of two), one process each; with --device cpu, "
+                     "that many simulated ranks in this process")
+    run.add_argument("--timeout", type=float, metavar="SECONDS",
+                     help="with --gpus: stop every process when the run takes longer (default: no limit)")
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="run several backends on one circuit against one dd reference")
@@ -121,6 +126,8 @@ def _build_circuit(args):
 def _run(args) -> int:
     circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
+    if args.gpus > 1:
+        return _run_distributed(args, circuit, source, progress)
     simulator = Simulator(args.backend, args.device, progress=progress, **_backend_options(args))
     result = simulator.run(circuit)
     report = {"circuit": source, **result.to_dict()}
@@ -136,6 +143,20 @@ def _run(args) -> int:
 
         measured = list(circuit.measured) or list(range(circuit.n_qubits))
         report["counts"] = sample_counts(result.state, measured, args.shots, args.seed)
+    print(_summary(report))
+    _write_json(args.json, report)
+    return 0
+
+
+def _run_distributed(args, circuit, source, progress) -> int:
+    from .distributed.job import RunRequest, run_distributed
+
+    if args.timeout is not None and not args.timeout > 0:
+        raise SimulationError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    options = {k: v for k, v in _backend_options(args).items() if v is not None}
+    request = RunRequest(circuit, source, args.backend, args.device, options, args.reference, args.shots, args.seed,
+                         progress)
+    report = run_distributed(request, args.gpus, timeout_s=args.timeout)
     print(_summary(report))
     _write_json(args.json, report)
     return 0
@@ -193,6 +214,12 @@ def _summary(report: dict) -> str:
         f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
         f"norm            {report['norm']:.16f}",
     ]
+    if "distributed" in report:
+        split = report["distributed"]
+        lines.append(f"ranks           {split['ranks']} ({split['global_qubits']} global qubits), {split['exchanges']} "
+                     f"exchanges of {split['qubit_swaps']} qubits")
+        lines.append(f"per gate split  compute {split['compute_time_per_gate_s'] * 1e3:.3f} ms, exchange "
+                     f"{split['exchange_time_per_gate_s'] * 1e3:.3f} ms")
     splits = splits_summary(report["per_gate"])
     if splits:
         lines.append(f"INT8 splits     min {splits['min']}, max {splits['max']}, mean {splits['mean']:.2f}")
