@@ -43,6 +43,14 @@ def test_unmatched_receive_is_an_error():
         run_simulated(2, job)
 
 
+def test_ranks_in_different_collectives_get_an_error():
+    def job(comm):
+        return comm.allgather_object(1) if comm.rank == 0 else comm.allreduce([1.0])
+
+    with pytest.raises(SimulationError, match="different collective calls .rank 0: allgather_object, rank 1: allre"):
+        run_simulated(2, job)
+
+
 def test_a_failing_rank_releases_the_others_and_its_error_is_raised():
     released = []
 

@@ -83,9 +83,10 @@ def test_buffer_sizes():
     assert [exchange_fraction(p) for p in ([1], [1, 2], [1, 2, 3])] == [0.5, 0.75, 0.875]
 
 
-def test_pairs_must_be_global_then_local(rng):
+@pytest.mark.parametrize("pairs", [[(1, 3)], [(3, 1), (3, 2)], [(4, 0)], [(3, -1)], []])
+def test_pairs_must_be_distinct_global_then_local(pairs):
     def job(comm):
-        Exchanger(comm, 3, np, 4).swap_bits([np.zeros(8, complex)], [(1, 3)])
+        Exchanger(comm, 3, np, 4).swap_bits([np.zeros(8, complex)], pairs)
 
     with pytest.raises(SimulationError, match="global bit, local bit"):
         run_simulated(2, job)

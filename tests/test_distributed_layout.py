@@ -33,7 +33,6 @@ def test_identity_and_inverse():
     layout = Layout.identity(5, 2)
     assert layout.n_local == 3 and layout.logical_at == (0, 1, 2, 3, 4)
     assert [layout.is_global(q) for q in range(5)] == [False, False, False, True, True]
-    assert layout.global_mask() == 0b11000
     assert np.array_equal(layout.to_logical_order(np.arange(32.0)), np.arange(32.0))
 
 

@@ -66,13 +66,19 @@ class SimulatedWorld:
         self._barrier = threading.Barrier(world_size, timeout=timeout_s)
         self._board = [None] * world_size
 
-    def collective(self, rank: int, item, combine):
-        """Post `item`, wait for every rank, return combine(all items in rank order), and wait
-        again so that nobody posts (or reuses a posted buffer) before everyone has combined."""
-        self._board[rank] = item
+    def collective(self, rank: int, kind: str, item, combine):
+        """Post `item` for the collective call `kind`, wait for every rank, return combine(all
+        items in rank order), and wait again so that nobody posts (or reuses a posted buffer)
+        before everyone has combined. Ranks in different calls get a SimulationError."""
+        self._board[rank] = (kind, item)
         self._wait(rank)
         try:
-            return combine(list(self._board))
+            kinds = [posted_kind for posted_kind, _ in self._board]
+            if len(set(kinds)) > 1:
+                calls = ", ".join(f"rank {r}: {k}" for r, k in enumerate(kinds))
+                raise SimulationError(f"the ranks are in different collective calls ({calls}); every rank must make "
+                                      "the same calls in the same order")
+            return combine([posted for _, posted in self._board])
         finally:
             self._wait(rank)
 
@@ -115,15 +121,16 @@ class SimulatedCommunicator(Communicator):
                                           f"has no matching send")
                 buffer[...] = incoming
 
-        self.world.collective(self.rank, outgoing, receive)
+        self.world.collective(self.rank, "exchange", outgoing, receive)
 
     def allreduce(self, values, op: str = "sum") -> np.ndarray:
         check_reduction(op)
         values = np.array(values, dtype=np.float64)
-        return self.world.collective(self.rank, values, lambda items: REDUCTIONS[op](np.stack(items), axis=0))
+        return self.world.collective(self.rank, f"allreduce {op} of {values.size}", values,
+                                     lambda items: REDUCTIONS[op](np.stack(items), axis=0))
 
     def allgather_object(self, obj) -> list:
-        return self.world.collective(self.rank, obj, list)
+        return self.world.collective(self.rank, "allgather_object", obj, list)
 
 
 def run_simulated(world_size: int, job, *args, timeout_s: float = DEFAULT_SIMULATED_TIMEOUT_S) -> list:

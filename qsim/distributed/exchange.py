@@ -5,9 +5,10 @@ offset i to the rank whose bits G_j are i's bits l_j, at the offset whose bits l
 G_j. So a rank splits its slice into 2^k parts by the values v of its bits l_j: part v goes to
 the peer whose G bits are v, and is replaced by that peer's part holding this rank's G bits.
 The part matching the rank's own G bits stays; 1 - 2^-k of the slice moves (half for k = 1).
-Parts are strided views; they are packed into a send buffer chunk by chunk, exchanged through
-the communicator in one grouped send/receive per chunk, and unpacked from a receive buffer, so
-the extra memory is the two buffers, whatever the slice size.
+Parts are strided views; they are packed into a send buffer chunk by chunk (a chunk that is
+contiguous is sent as it is), exchanged through the communicator in one grouped send/receive per
+chunk, and unpacked from a receive buffer, so the extra memory is the two buffers, whatever the
+slice size.
 """
 import itertools
 import math
@@ -54,8 +55,10 @@ class Exchanger:
         (flat (2^n_local,) slices of one distributed state, e.g. the hi and lo words)."""
         rank_bits = [global_bit - self.n_local for global_bit, _ in pairs]
         local_bits = [local_bit for _, local_bit in pairs]
-        if min(rank_bits, default=0) < 0 or max(local_bits, default=0) >= self.n_local:
-            raise SimulationError(f"exchange pairs {pairs} must each be (global bit, local bit)")
+        n_global = self.comm.world_size.bit_length() - 1
+        if (not pairs or len(set(rank_bits)) < len(pairs) or len(set(local_bits)) < len(pairs)
+                or not all(0 <= b < n_global for b in rank_bits) or not all(0 <= b < self.n_local for b in local_bits)):
+            raise SimulationError(f"exchange pairs {pairs} must be distinct (global bit, local bit) pairs")
         own = tuple((self.comm.rank >> bit) & 1 for bit in rank_bits)
         peers = [(values, _with_bits(self.comm.rank, rank_bits, values))
                  for values in itertools.product((0, 1), repeat=len(pairs)) if values != own]
@@ -68,12 +71,18 @@ class Exchanger:
                 self._exchange_chunk([(parts[values].chunk(outer), peer) for values, peer in peers])
 
     def _exchange_chunk(self, chunks) -> None:
+        """Send each (chunk, peer) to its peer and replace it by what that peer sends back. A
+        contiguous chunk is sent straight from the state (it is overwritten only after the
+        grouped send/receive has completed); a strided one is packed first."""
         size = chunks[0][0].size
         sends, recvs = [], []
         for j, (chunk, peer) in enumerate(chunks):
             segment = slice(j * size, (j + 1) * size)
-            self.send[segment].reshape(chunk.shape)[...] = chunk
-            sends.append((peer, self.send[segment]))
+            if chunk.flags.c_contiguous:
+                sends.append((peer, chunk.reshape(-1)))
+            else:
+                self.send[segment].reshape(chunk.shape)[...] = chunk
+                sends.append((peer, self.send[segment]))
             recvs.append((peer, self.recv[segment]))
         self.comm.exchange(sends, recvs)
         for j, (chunk, _) in enumerate(chunks):

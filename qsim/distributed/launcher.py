@@ -52,14 +52,14 @@ def launch(world_size: int, job, args=(), *, timeout_s: float = None, connect=No
         os.environ.setdefault(key, value)  # inherited by the workers
     context = multiprocessing.get_context("spawn")
     workers = []
-    for rank in range(world_size):
-        receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_worker, args=(rank, world_size, connect, job, args, sender),
-                                  name=f"qsim-rank-{rank}", daemon=True)
-        process.start()
-        sender.close()
-        workers.append(_Worker(rank, process, receiver))
     try:
+        for rank in range(world_size):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_worker, args=(rank, world_size, connect, job, args, sender),
+                                      name=f"qsim-rank-{rank}", daemon=True)
+            process.start()
+            sender.close()
+            workers.append(_Worker(rank, process, receiver))
         return _watch(workers, timeout_s)
     finally:
         _stop(workers)

@@ -62,10 +62,6 @@ class Layout:
     def is_global(self, qubit: int) -> bool:
         return self.physical_of[qubit] >= self.n_local
 
-    def global_mask(self) -> int:
-        """Bit q set for every logical qubit q now on a rank bit."""
-        return sum(1 << q for q in range(self.n_qubits) if self.is_global(q))
-
     def swapped(self, physical_pairs) -> "Layout":
         """The layout after exchanging the contents of each (bit_a, bit_b) pair of physical bits."""
         logical_at = list(self.logical_at)

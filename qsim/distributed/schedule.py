@@ -15,6 +15,7 @@ up to the next one that touches a global qubit (its run). The partner chosen is,
    long as possible for more;
 3. the higher physical bit (longer contiguous pieces to pack for the exchange).
 """
+import bisect
 from dataclasses import dataclass
 
 from ..errors import SimulationError
@@ -69,7 +70,7 @@ def plan_schedule(gate_targets, n_qubits: int, n_global: int) -> Schedule:
     initial = Layout.identity(n_qubits, n_global)
     gate_targets = [tuple(int(q) for q in targets) for targets in gate_targets]
     _check_gates_fit(gate_targets, initial)
-    future = _Future(gate_targets)
+    future = _Future(gate_targets, n_qubits)
     layout, steps = initial, []
     for index, targets in enumerate(gate_targets):
         needed = [q for q in targets if layout.is_global(q)]
@@ -91,19 +92,24 @@ def _check_gates_fit(gate_targets, layout: Layout) -> None:
 
 
 class _Future:
-    """The gates' targets and their qubit masks (bit q set for each target q)."""
+    """The gates' targets, and for each qubit the sorted indices of the gates that use it."""
 
-    def __init__(self, gate_targets):
+    def __init__(self, gate_targets, n_qubits: int):
         self.targets = gate_targets
-        self.masks = [sum(1 << q for q in targets) for targets in gate_targets]
+        self.uses = [[] for _ in range(n_qubits)]
+        for index, targets in enumerate(gate_targets):
+            for q in targets:
+                self.uses[q].append(index)
 
-    def run_end(self, start: int, global_mask: int) -> int:
-        """Index of the first gate at or after `start` that touches a qubit in global_mask
-        (len(gates) when none does)."""
-        for index in range(start, len(self.masks)):
-            if self.masks[index] & global_mask:
-                return index
-        return len(self.masks)
+    def run_end(self, start: int, qubits) -> int:
+        """Index of the first gate at or after `start` that uses one of `qubits` (the number of
+        gates when none does)."""
+        end = len(self.targets)
+        for q in qubits:
+            position = bisect.bisect_left(self.uses[q], start)
+            if position < len(self.uses[q]):
+                end = min(end, self.uses[q][position])
+        return end
 
 
 def _choose_pairs(index: int, needed: list, layout: Layout, future: _Future) -> tuple:
@@ -118,7 +124,7 @@ def _choose_pairs(index: int, needed: list, layout: Layout, future: _Future) -> 
 
         def score(partner, qubit=qubit, unplaced=unplaced):
             trial = layout.swapped(pairs + [(layout.physical_of[qubit], layout.physical_of[partner])])
-            end = future.run_end(index, trial.global_mask() & ~sum(1 << q for q in unplaced))
+            end = future.run_end(index, set(trial.logical_at[layout.n_local:]) - unplaced)
             return -_broken_gates(future, trial, index, end, unplaced), end, trial.physical_of[qubit]
 
         partner = max(candidates, key=score)
