@@ -174,23 +174,18 @@ class OzakiBackend(GemmBackend):
 
     def apply_batched(self, u, x, out):
         """out[l] = u @ x[l] for every l (GemmBackend.apply_batched), with one plan per gate.
-        Gates of K < 16 are applied as 16-amplitude gates I (x) U or U (x) I on a coarser view
-        of the same memory when the view allows it (expand_small_gate): on the CPU and the GPU
-        alike, so that both give the same bits, and the fused kernel's k-tiles are not mostly
-        padding."""
+        Each column (l, r) is one row of A with its own exponent, whatever the view's shape, so
+        the bits do not depend on where the gate's qubits sit in memory (nor on the device)."""
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
-        original = u
-        u, x, out = expand_small_gate(u, x, out)
         on_gpu = is_gpu_array(x)
-        prepared = self._prepared.get((id(original), x.shape[1]))
-        plan, statistics = (prepared[1:] if prepared is not None and prepared[0] is original
-                            else self.gate_plan(u, x))
+        prepared = self._prepared.get(id(u))
+        plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
         if plan is None:  # rho found no s: native, as matmul does
             _native_apply(u, x, out)
             self._finish(None, None, "zgemm")
             return
-        launch = plan_launch(x.shape[1], plan) if on_gpu and self.fused and _fused_view(x, out) else None
+        launch = plan_launch(k, plan) if on_gpu and self.fused and _fused_view(x, out) else None
         if launch is not None:
             apply_fused_gate(u, x, out, plan, launch, self._deferred_flag)
             kernel = "fused"
@@ -219,14 +214,9 @@ class OzakiBackend(GemmBackend):
         return self._plan(inner, statistics), statistics
 
     def prepare(self, u) -> None:
-        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched: for
-        u itself and for its 16-amplitude expansion, whichever the views will call for."""
-        if self.rule != "target":
-            return
-        self._prepared[(id(u), u.shape[0])] = (u, *self.gate_plan(u))
-        if u.shape[0] < EXPANDED_DIM:
-            wide = _kron_identity(u, EXPANDED_DIM // u.shape[0], upper=True)
-            self._prepared[(id(u), EXPANDED_DIM)] = (u, *self.gate_plan(wide))
+        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched."""
+        if self.rule == "target":
+            self._prepared[id(u)] = (u, *self.gate_plan(u))
 
     def start_run(self) -> None:
         cp = cupy_module()
@@ -418,33 +408,6 @@ def _check_operands(a, b):
     is_complex = "c" in (a.dtype.kind, b.dtype.kind)
     dtype = xp.complex128 if is_complex else xp.float64
     return xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), is_complex
-
-
-EXPANDED_DIM = 16
-
-
-def expand_small_gate(u, x, out):
-    """(u', x', out') with K' = 16 for a gate of K < 16: I_f (x) U on the view (L / f, f K, R)
-    when f = 16 / K divides L, else U (x) I_f on (L, f K, R / f) when it divides R (both are
-    reshapes of the same memory); unchanged when neither fits or K >= 16."""
-    n_left, k, n_right = x.shape
-    if k >= EXPANDED_DIM or not (x.flags.c_contiguous and out.flags.c_contiguous):
-        return u, x, out
-    factor = EXPANDED_DIM // k
-    if n_left % factor == 0:
-        shape, upper = (n_left // factor, EXPANDED_DIM, n_right), True
-    elif n_right % factor == 0:
-        shape, upper = (n_left, EXPANDED_DIM, n_right // factor), False
-    else:
-        return u, x, out
-    return _kron_identity(u, factor, upper), x.reshape(shape), out.reshape(shape)
-
-
-def _kron_identity(u, factor: int, upper: bool):
-    xp = array_module(u)
-    eye = xp.eye(factor, dtype=xp.complex128)
-    u = xp.asarray(u, dtype=xp.complex128)
-    return xp.kron(eye, u) if upper else xp.kron(u, eye)
 
 
 def _fused_view(x, out) -> bool:

@@ -38,10 +38,13 @@ CHUNK_AMPLITUDES = 1 << 22
 
 
 def accuracy_report(psi, ref_hi, ref_lo, threshold_fraction: float = DEFAULT_THRESHOLD_FRACTION, *,
-                    chunk_amplitudes: int = CHUNK_AMPLITUDES) -> dict:
+                    chunk_amplitudes: int = CHUNK_AMPLITUDES, comm=None) -> dict:
     """Accuracy metrics of psi against the reference hi + lo (see the module docstring).
 
     psi: (2^N,) complex128, numpy or cupy. ref_hi, ref_lo: (2^N,) complex128, numpy or cupy.
+    comm: for a state split over ranks (qsim.distributed), this rank's Communicator; psi,
+        ref_hi and ref_lo are then this rank's slices, in one physical order with amplitude 0
+        first on rank 0, and every rank gets the metrics of the whole state (a collective call).
     Returns a dict of Python numbers: rel_error_re_amp0, max_rel_amplitude_error,
     mean_rel_amplitude_error, amplitudes_compared, amplitude_threshold, threshold_fraction,
     l2_error, infidelity, relative_norm_error. A relative error whose denominator is zero, or
@@ -49,13 +52,20 @@ def accuracy_report(psi, ref_hi, ref_lo, threshold_fraction: float = DEFAULT_THR
     """
     _check_inputs(psi, ref_hi, ref_lo, threshold_fraction)
     chunks = _ChunkReader(psi, ref_hi, ref_lo, chunk_amplitudes)
+    ranks = 1 if comm is None else comm.world_size
     ref_norm_squared = chunks.reference_norm_squared()
-    threshold = threshold_fraction * math.sqrt(ref_norm_squared / psi.size)  # fraction x RMS
+    if comm is not None:
+        ref_norm_squared = float(comm.allreduce([ref_norm_squared])[0])
+    threshold = threshold_fraction * math.sqrt(ref_norm_squared / (psi.size * ranks))  # fraction x RMS
     totals = _Totals(ref_norm_squared)
     for p, h, lo in chunks:
         totals.add(p, h, lo, threshold)
+    amplitude_0_error = _rel_error_re_amp0(psi, ref_hi, ref_lo)
+    if comm is not None:
+        totals.merge_ranks(comm)
+        amplitude_0_error = comm.allgather_object(amplitude_0_error)[0]
     return {
-        "rel_error_re_amp0": _rel_error_re_amp0(psi, ref_hi, ref_lo),
+        "rel_error_re_amp0": amplitude_0_error,
         "max_rel_amplitude_error": totals.max_rel if totals.count else math.nan,
         "mean_rel_amplitude_error": totals.sum_rel / totals.count if totals.count else math.nan,
         "amplitudes_compared": totals.count,
@@ -137,6 +147,15 @@ class _Totals:
             self.max_rel = float(np.maximum(self.max_rel, float(relative.max())))  # keeps a NaN
             self.sum_rel += float(relative.sum())
             self.count += count
+
+    def merge_ranks(self, comm) -> None:
+        """Replace the sums of this rank's slice by those of all ranks (a collective call)."""
+        d = self.ref_dot_difference
+        sums = comm.allreduce([self.sum_rel, self.count, self.squared_error, d.real, d.imag], "sum")
+        self.sum_rel, self.squared_error = float(sums[0]), float(sums[2])
+        self.count = int(sums[1])
+        self.ref_dot_difference = complex(sums[3], sums[4])
+        self.max_rel = float(comm.allreduce([self.max_rel], "max")[0])
 
     def infidelity(self) -> float:
         """1 - |<r|p>|^2 / (<r|r> <p|p>) = (<r|r> <d|d> - |<r|d>|^2) / (<r|r> <p|p>) for p = r + d.

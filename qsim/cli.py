@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="run T seeded quantum trajectories (seeds derived from --seed) and report each")
     run.add_argument("--measure-rate", type=float, metavar="P",
                      help="monitored brickwork: measure each qubit with probability P after every layer")
+    run.add_argument("--gpus", type=_positive_int, default=1,
+                     help="split the state over this many GPUs (a power of two), one process each; with --device cpu, "
+                     "that many simulated ranks in this process")
+    run.add_argument("--timeout", type=float, metavar="SECONDS",
+                     help="with --gpus: stop every process when the run takes longer (default: no limit)")
     run.set_defaults(handler=_run)
 
     compare = commands.add_parser("compare", help="run several backends on one circuit against one dd reference")
@@ -148,6 +153,8 @@ def _build_circuit(args):
 def _run(args) -> int:
     circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
+    if args.gpus > 1:
+        return _run_distributed(args, circuit, source, progress)
     trajectories = _trajectory_count(args, circuit)
     simulator = Simulator(args.backend, args.device, progress=progress if trajectories is None else False,
                           **_backend_options(args))
@@ -190,6 +197,20 @@ def _trajectory_count(args, circuit):
     if args.shots and args.trajectories:
         raise CircuitError("a dynamic circuit runs one trajectory per shot: give --shots or --trajectories, not both")
     return args.shots or args.trajectories or 1
+
+
+def _run_distributed(args, circuit, source, progress) -> int:
+    from .distributed.job import RunRequest, run_distributed
+
+    if args.timeout is not None and not args.timeout > 0:
+        raise SimulationError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    options = {k: v for k, v in _backend_options(args).items() if v is not None}
+    request = RunRequest(circuit, source, args.backend, args.device, options, args.reference, args.shots, args.seed,
+                         progress)
+    report = run_distributed(request, args.gpus, timeout_s=args.timeout)
+    print(_summary(report))
+    _write_json(args.json, report)
+    return 0
 
 
 def _compare(args) -> int:
@@ -250,6 +271,12 @@ def _summary(report: dict) -> str:
     for path, stats in report.get("time_by_path", {}).items():
         lines.append(f"  path {path:<9} {stats['gates']} gates, {stats['total_s']:.4f} s, "
                      f"median {stats['median_s'] * 1e3:.3f} ms")
+    if "distributed" in report:
+        split = report["distributed"]
+        lines.append(f"ranks           {split['ranks']} ({split['global_qubits']} global qubits), {split['exchanges']} "
+                     f"exchanges of {split['qubit_swaps']} qubits")
+        lines.append(f"per gate split  compute {split['compute_time_per_gate_s'] * 1e3:.3f} ms, exchange "
+                     f"{split['exchange_time_per_gate_s'] * 1e3:.3f} ms")
     splits = splits_summary(report["per_gate"])
     if splits:
         lines.append(f"INT8 splits     min {splits['min']}, max {splits['max']}, mean {splits['mean']:.2f}"

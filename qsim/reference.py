@@ -9,6 +9,7 @@ Memory: 32 bytes per amplitude plus a bounded workspace (N = 30: 32 GiB).
 from tqdm.auto import tqdm
 
 from circuits import Circuit, CircuitError
+from gemm_backend.arrays import array_module
 from gemm_backend.doubledouble import apply_batched_dd
 
 from .apply import apply_plan_pair, plan_gate
@@ -42,21 +43,25 @@ def reference_state(circuit: Circuit, device="cpu", progress=None, initial_state
     plans = [plan_gate(circuit.n_qubits, gate.targets, gate.matrix) for gate in circuit.gates]
     check_reference_memory(circuit.n_qubits, device, plans, workspace_bytes)
     hi, lo = _initial_pair(circuit.n_qubits, device, initial_state)
-    xp = device.xp
-    max_chunk = max(1, workspace_bytes // REFERENCE_BYTES_PER_AMPLITUDE)
     bar = tqdm(total=len(plans), unit="gate", desc="dd reference", leave=False,
                disable=None if progress is None else not progress)
     for plan in plans:
-        u = xp.asarray(plan.matrix)
-
-        def product(x_hi, x_lo, u=u):
-            apply_batched_dd(u, x_hi, x_lo, workspace_bytes=workspace_bytes)
-
-        apply_plan_pair(plan, hi, lo, product, max_chunk)
+        apply_reference_gate(plan, hi, lo, workspace_bytes)
         bar.update(1)
     bar.close()
     device.synchronize()
     return hi, lo
+
+
+def apply_reference_gate(plan, hi, lo, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES) -> None:
+    """One planned gate (qsim.apply.plan_gate) on the (hi, lo) pair, in place, in double-double;
+    non-contiguous targets go through chunk copies of at most workspace_bytes."""
+    u = array_module(hi).asarray(plan.matrix)
+
+    def product(x_hi, x_lo):
+        apply_batched_dd(u, x_hi, x_lo, workspace_bytes=workspace_bytes)
+
+    apply_plan_pair(plan, hi, lo, product, max(1, workspace_bytes // REFERENCE_BYTES_PER_AMPLITUDE))
 
 
 def reference_bytes(n_qubits: int, plans, workspace_bytes: int) -> int:

@@ -16,33 +16,53 @@ from .errors import SimulationError
 CHUNK_QUBITS = 24  # 2^24 amplitudes = 256 MiB of complex128 per chunk
 
 
-def sample_counts(state, qubits, shots: int, seed: int) -> dict:
+def sample_counts(state, qubits, shots: int, seed: int, *, comm=None) -> dict:
     """Counts of measuring `qubits` of `state` `shots` times.
 
     state: (2^N,) complex amplitudes, numpy or cupy (bit q of the index is qubit q).
     qubits: distinct qubit indices; the first listed is the rightmost character of each key,
         as in Qiskit's counts for classical bits 0, 1, ...
+    comm: for a state split over ranks, this rank's Communicator (see sample_outcomes).
     Returns {bitstring: count}, keys sorted, counts summing to shots.
     """
-    outcomes = sample_outcomes(state, qubits, shots, seed)
+    outcomes = sample_outcomes(state, qubits, shots, seed, comm=comm)
     values, counts = np.unique(outcomes, return_counts=True)
     width = len(qubits)
     return {format(int(value), f"0{width}b"): int(count) for value, count in zip(values, counts)}
 
 
-def sample_outcomes(state, qubits, shots: int, seed: int) -> np.ndarray:
-    """(shots,) int64 measurement outcomes in shot order; bit j of an outcome is qubits[j]."""
-    n_qubits = _state_qubits(state)
-    qubits = _checked_qubits(qubits, n_qubits)
+def sample_outcomes(state, qubits, shots: int, seed: int, *, comm=None) -> np.ndarray:
+    """(shots,) int64 measurement outcomes in shot order; bit j of an outcome is qubits[j].
+
+    comm: for a state split over 2^g ranks, this rank's Communicator. `state` is then this
+    rank's slice of 2^n amplitudes, rank r holding indices r 2^n .. (r+1) 2^n - 1, and `qubits`
+    index bits of the whole (n + g)-bit index. Every rank draws with the same generator (a
+    rank skips the draws of chunks it does not hold), so all return the same outcomes, and
+    with chunks of equal size they equal those of the undivided state (a collective call).
+    """
+    ranks = 1 if comm is None else comm.world_size
+    n_local = _state_qubits(state)
+    qubits = checked_qubits(qubits, n_local + ranks.bit_length() - 1)
     shots = _checked_count(shots, "shots", minimum=1)
     rng = np.random.default_rng(_checked_count(seed, "seed", minimum=0))
-    layout = _ChunkLayout(qubits, min(n_qubits, CHUNK_QUBITS))
+    layout = _ChunkLayout(qubits, min(n_local, CHUNK_QUBITS))
     chunks = state.reshape(-1, 1 << layout.chunk_qubits)
-    shots_per_chunk = rng.multinomial(shots, _chunk_probabilities(chunks))
-    parts = [
-        layout.outcomes(chunk_index, _draw_in_chunk(layout.marginal(chunks[chunk_index]), count, rng))
-        for chunk_index, count in enumerate(shots_per_chunk) if count
-    ]
+    weights = _chunk_weights(chunks)
+    if comm is not None:
+        weights = np.concatenate(comm.allgather_object(weights))
+    shots_per_chunk = rng.multinomial(shots, _normalized(weights))
+    first = 0 if comm is None else comm.rank * len(chunks)
+    parts = []
+    for chunk_index, count in enumerate(shots_per_chunk):
+        if not count:
+            continue
+        if first <= chunk_index < first + len(chunks):
+            marginal = layout.marginal(chunks[chunk_index - first])
+            parts.append(layout.outcomes(chunk_index, _draw_in_chunk(marginal, count, rng)))
+        else:
+            rng.random(count)  # another rank draws these shots: keep this generator in step
+    if comm is not None:
+        parts = [part for rank_parts in comm.allgather_object(parts) for part in rank_parts]
     # Grouped by chunk so far; a uniform shuffle makes the shot order that of independent draws.
     return rng.permutation(np.concatenate(parts))
 
@@ -77,11 +97,14 @@ class _ChunkLayout:
         return outcomes
 
 
-def _chunk_probabilities(chunks) -> np.ndarray:
-    """Host (n_chunks,) probabilities of the chunks, normalised (the state may be off unit norm
-    by an emulated backend's rounding)."""
+def _chunk_weights(chunks) -> np.ndarray:
+    """Host (n_chunks,) squared norms of the chunks."""
     xp = array_module(chunks)
-    weights = np.array([float(xp.vdot(row, row).real) for row in chunks])
+    return np.array([float(xp.vdot(row, row).real) for row in chunks])
+
+
+def _normalized(weights: np.ndarray) -> np.ndarray:
+    """Chunk probabilities (the state may be off unit norm by an emulated backend's rounding)."""
     total = weights.sum()
     if not np.isfinite(total) or total <= 0:
         raise SimulationError(f"cannot sample: the state's squared norm is {total!r} (NaN, Inf or zero)")
@@ -111,7 +134,7 @@ def _state_qubits(state) -> int:
     return size.bit_length() - 1
 
 
-def _checked_qubits(qubits, n_qubits: int) -> tuple:
+def checked_qubits(qubits, n_qubits: int) -> tuple:
     try:
         checked = tuple(_checked_count(q, "a measured qubit", minimum=0) for q in qubits)
     except TypeError:

@@ -360,7 +360,7 @@ def test_apply_batched_plans_from_the_gate_alone(rng):
         infos.append(backend.last_call_info)
     assert infos[0] == infos[1] and infos[0]["rule"] == "target"
     backend.prepare(u)
-    assert backend._prepared[(id(u), 16)][1].describe() == backend.gate_plan(u)[0].describe()
+    assert backend._prepared[id(u)][1].describe() == backend.gate_plan(u)[0].describe()
     backend.finish_run()
     assert not backend._prepared
 
@@ -485,20 +485,3 @@ def test_gpu_brickwork_simulation_matches_cpu():
     assert len(splits) == len(circuit.gates) and all(s in range(3, 19) for s in splits)
     assert splits == [info["splits"] for info in results["cpu"].gate_info]
 
-
-@pytest.mark.parametrize("shape", [(16, 2, 4), (3, 4, 8), (4, 8, 1), (3, 2, 3)])
-def test_small_gates_run_as_sixteen_amplitude_gates(shape, rng):
-    """K < 16: I (x) U on (L / f, 16, R) or U (x) I on (L, 16, R / f), the same memory; the
-    product is the dense one either way (and unchanged shapes when neither divides)."""
-    from gemm_backend.ozaki import expand_small_gate
-
-    n_left, k, n_right = shape
-    u = seed_paper_matrix(rng, (k, k), 1.0, True)
-    x = seed_paper_matrix(rng, shape, 1.0, True)
-    wide_u, wide_x, _ = expand_small_gate(u, x, x)
-    factor = 16 // k
-    expected_k = 16 if n_left % factor == 0 or n_right % factor == 0 else k
-    assert wide_x.shape[1] == expected_k and np.shares_memory(wide_x, x)
-    out = np.empty_like(x)
-    gemm_backend.get("int8-9").apply_batched(u, x, out)
-    assert np.abs(out - np.einsum("ij,ljr->lir", u, x)).max() < 1e-13
