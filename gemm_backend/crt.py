@@ -188,7 +188,10 @@ def row_scales(rows, bits: int):
 # -- step 2: residues -----------------------------------------------------------------------------
 def symmetric_mod(y, p, inv_p):
     """The residue of the integers y (float64, |y| < 2^50) modulo p in [-floor(p/2), floor((p-1)/2)]:
-    y - p rint(y / p), moved by p where the quotient's rounding left it one step outside. Exact."""
+    y - p rint(y fl(1/p)), exact (p rint(.) is an integer below 2^51). The quotient's rounding
+    moves r by at most p: for p = 256 a tie y/p = n + 1/2 goes to even and can give r = 128;
+    for odd p y/p stays 1/(2p) away from ties, far beyond the quotient's error, and r is in
+    range already; the lower test is a guard."""
     xp = array_module(y)
     r = y - p * xp.rint(y * inv_p)
     r = xp.where(r > (p - 1) // 2, r - p, r)
