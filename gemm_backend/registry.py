@@ -12,6 +12,7 @@ from .arrays import gpu_available
 from .errors import BackendError
 
 INT8_SPLITS = range(3, 19)
+CRT_MODULI = range(8, 21)  # int8-crt-<m>: M = 2^64 .. 2^156, bound ~1e-8 .. 1e-21 (crt.error_bound)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ _ENTRIES = [
 ]
 _ALIASES = {"zgemm": "cublas"}
 _INT8_FIXED = re.compile(r"^int8-(\d+)$")
+_INT8_CRT = re.compile(r"^int8-crt-(\d+)$")
+# Numbered families: (pattern shown, its letter, the numbers it takes, what it is).
+_PATTERNS = [
+    ("int8-<s>", "s", INT8_SPLITS, "INT8 Ozaki scheme, fixed s"),
+    ("int8-crt-<m>", "m", CRT_MODULI, "INT8 Ozaki-II (Chinese remainder) scheme, fixed number of moduli m"),
+]
 
 
 def _entry(name: str) -> BackendEntry:
@@ -56,12 +63,20 @@ def _entry(name: str) -> BackendEntry:
             )
         return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
                             {"splits": splits}, excluded_options=("rho",))
+    match = _INT8_CRT.match(name)
+    if match:
+        moduli = int(match.group(1))
+        if moduli not in CRT_MODULI:
+            raise BackendError(f"backend {name!r}: the number of moduli must be in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}")
+        return BackendEntry(name, ".ozaki_crt", "OzakiCrtBackend",
+                            f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} moduli", {"moduli": moduli})
     raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
 
 
 def names() -> list:
-    """Backend names, with int8-<s> shown as its pattern."""
-    return [e.name for e in _ENTRIES] + [f"int8-<s> (s = {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1})"] + [
+    """Backend names, with the numbered families (int8-<s>, int8-crt-<m>) shown as patterns."""
+    return [e.name for e in _ENTRIES] + [f"{pattern} ({letter} = {span.start}..{span.stop - 1})"
+                                         for pattern, letter, span, _ in _PATTERNS] + [
         f"{alias} (= {target})" for alias, target in _ALIASES.items()
     ]
 
@@ -94,14 +109,13 @@ def available() -> list:
     """One dict per backend that loads here: name, description, devices, options."""
     devices = ["cpu"] + (["gpu"] if gpu_available() else [])
     rows = []
-    for entry in _ENTRIES + [_entry("int8-9")]:
+    families = [(_entry(pattern.replace(f"<{letter}>", str(span.start))), pattern,
+                 f"{what} in {span.start}..{span.stop - 1}") for pattern, letter, span, what in _PATTERNS]
+    for entry, name, description in [(e, e.name, e.description) for e in _ENTRIES] + families:
         try:
             cls = entry.load()
         except ImportError:
             continue
-        name = "int8-<s>" if entry.name == "int8-9" else entry.name
-        description = entry.description if name != "int8-<s>" else (
-            f"INT8 Ozaki scheme, fixed s in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}")
         options = [o for o in cls.OPTIONS if o not in entry.fixed_options and o not in entry.excluded_options]
         signature = inspect.signature(cls.__init__)
         defaults = {o: signature.parameters[o].default for o in options if o in signature.parameters}

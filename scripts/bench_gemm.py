@@ -5,7 +5,8 @@ state, (m, k, n) = (2^(N-d), 2^d, 2^d) for d = 5..10, runs each registry backend
 complex inputs and reports the median time over several runs after a warm-up (CUDA events on
 the GPU), the effective TFLOP/s (8 m n k / time) and the error against the double-double
 reference gemm_backend.doubledouble.matmul_dd, computed on a sample of rows of A (on the run's
-device). For int8-auto it also reports the number of splits chosen.
+device), and the speed-up over cublas on the same case when cublas is among the backends. For
+int8-auto it also reports the number of splits chosen, for int8-crt-<m> the number of moduli.
 
 Inputs (--inputs): "phi", the seed paper's uniform(-0.5, 0.5) * exp(phi * normal(0, 1)) with
 --phi; "normal", standard normal; "uniform", uniform on (0, 1]; real and imaginary parts drawn
@@ -15,6 +16,8 @@ independently. Never zeros: an input without a nonzero entry stops the run.
         --shapes square state --qubits 28 --json bench.json
     python scripts/bench_gemm.py --device cpu --sizes 256 --qubits 14 --gate-sizes 5 6
     python scripts/bench_gemm.py --backends int8-auto --option rho=1 --option workspace_bytes=8589934592
+    python scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-15,int8-crt-16 \
+        --shapes square --sizes 8192 16384 --error-cols 256 --option workspace_bytes=17179869184
 """
 import argparse
 import json
@@ -30,14 +33,15 @@ from gemm_backend.doubledouble import matmul_dd  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from timing import median_time, print_table  # noqa: E402
 
-DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto"
+DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto,int8-crt-14,int8-crt-16"
 DEFAULT_SQUARE_SIZES = {"gpu": [1024, 2048, 4096, 8192], "cpu": [256, 512]}
 DEFAULT_QUBITS = {"gpu": 28, "cpu": 16}
 INPUT_KINDS = ("phi", "normal", "uniform")
 TABLE_COLUMNS = [
     ("shape", "shape", "{}"), ("m", "m", "{}"), ("k", "k", "{}"), ("n", "n", "{}"), ("input", "input", "{}"),
     ("backend", "backend", "{}"), ("time_ms", "time ms", "{:.3f}"), ("tflops", "TFLOP/s", "{:.3g}"),
-    ("rel_err_mean", "rel err mean", "{:.2e}"), ("rel_err_max", "rel err max", "{:.2e}"), ("splits", "splits", "{}"),
+    ("x_cublas", "x cublas", "{:.2f}"), ("rel_err_mean", "rel err mean", "{:.2e}"), ("rel_err_max", "rel err max", "{:.2e}"),
+    ("splits", "splits", "{}"), ("moduli", "moduli", "{}"),
 ]
 
 
@@ -60,11 +64,14 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per case (median reported)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs before timing")
     parser.add_argument("--error-rows", type=int, default=64, help="rows of A checked against double-double")
+    parser.add_argument("--error-cols", type=int, default=0,
+                        help="columns of B checked against double-double (default 0: all; the reference holds "
+                             "about 8 float64 copies of the checked part of B, 68 GB for all of 16384^2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     args = parser.parse_args(argv)
-    if args.repeats < 1 or args.warmup < 0 or args.error_rows < 1:
-        parser.error("--repeats and --error-rows must be >= 1, --warmup >= 0")
+    if args.repeats < 1 or args.warmup < 0 or args.error_rows < 1 or args.error_cols < 0:
+        parser.error("--repeats and --error-rows must be >= 1, --warmup and --error-cols >= 0")
     if any(d < 1 for d in args.gate_sizes):
         parser.error("--gate-sizes must be >= 1")
     return args
@@ -143,7 +150,7 @@ def error_against_dd(c_rows, a_rows, b) -> tuple:
     return float(relative.mean()), float(relative.max())
 
 
-def run_case(backend, a, b, sample_rows, device, args) -> dict:
+def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
     m, k = a.shape
     n = b.shape[1]
     result = {}
@@ -153,17 +160,27 @@ def run_case(backend, a, b, sample_rows, device, args) -> dict:
 
     backend.reset_statistics()
     seconds = median_time(call, device.on_gpu, repeats=args.repeats, warmup=args.warmup)
-    mean_error, max_error = error_against_dd(result["c"][sample_rows], a[sample_rows], b)
+    mean_error, max_error = error_against_dd(result["c"][sample_rows][:, sample_cols], a[sample_rows], b[:, sample_cols])
     stats = backend.statistics()
     row = {"backend": backend.name, "options": backend.options, "time_ms": seconds * 1e3,
            "tflops": 8.0 * m * n * k / seconds / 1e12, "rel_err_mean": mean_error, "rel_err_max": max_error,
-           "error_rows": int(len(sample_rows))}
+           "error_rows": int(len(sample_rows)), "error_cols": n if isinstance(sample_cols, slice) else int(sample_cols.size)}
+    if "moduli" in backend.last_call_info:
+        row["moduli"] = backend.last_call_info["moduli"]
     if "splits_histogram" in stats:
         row["splits"] = backend.last_call_info.get("splits")
         row["splits_histogram"] = {str(s): count for s, count in stats["splits_histogram"].items()}
         row["fallbacks"] = stats["fallbacks"]
     del result["c"]
     return row
+
+
+def add_speedups(case_rows: list) -> None:
+    """x_cublas = cublas's time / the row's time, for the rows of one case (same shape and
+    input, same run) when cublas ran on it."""
+    native = next((row["time_ms"] for row in case_rows if row["backend"] == "cublas"), None)
+    for row in case_rows:
+        row["x_cublas"] = native / row["time_ms"] if native else None
 
 
 def main(argv=None) -> int:
@@ -185,11 +202,18 @@ def main(argv=None) -> int:
             a = xp.asarray(random_matrix(rng, (m, k), kind, args.phi))
             b = xp.asarray(random_matrix(rng, (k, n), kind, args.phi))
             sample_rows = xp.asarray(np.sort(rng.choice(m, min(m, args.error_rows), replace=False)))
+            sample_cols = slice(None)  # all columns, without a copy of b
+            if 0 < args.error_cols < n:
+                sample_cols = xp.asarray(np.sort(rng.choice(n, args.error_cols, replace=False)))
+            case_rows = []
             for backend in backends:
                 row = {"shape": label, "m": m, "k": k, "n": n, "input": kind, "device": device.name()}
-                row.update(run_case(backend, a, b, sample_rows, device, args))
-                rows.append(row)
+                row.update(run_case(backend, a, b, sample_rows, sample_cols, device, args))
+                case_rows.append(row)
+            add_speedups(case_rows)
+            for row in case_rows:
                 print(json.dumps(row), flush=True)
+            rows += case_rows
             del a, b
             if device.on_gpu:
                 xp.get_default_memory_pool().free_all_blocks()

@@ -36,3 +36,44 @@ def check_apply_batched(backend, shape, rng, atol=1e-12):
     backend.apply_batched(u, x, x)
     assert np.abs(x - expected).max() < atol
     return out, x
+
+
+def seed_paper_matrix(rng, shape, phi, is_complex=True):
+    """The seed paper's inputs: uniform(-0.5, 0.5) * exp(phi * normal(0, 1)) per real part."""
+    def part():
+        return rng.uniform(-0.5, 0.5, shape) * np.exp(phi * rng.standard_normal(shape))
+    return part() + 1j * part() if is_complex else part()
+
+
+def same_bits(x, y) -> bool:
+    """True when x and y have the same dtype, shape and bytes (numpy arrays)."""
+    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def check_gpu_apply_batched_matches_cpu(make_backend, shape, rng):
+    """apply_batched of two backends from make_backend() on a seed-paper (L, K, R) view: out of
+    place on the CPU, in place on the GPU; the same bits, last_call_info and statistics."""
+    import cupy as cp
+
+    u = seed_paper_matrix(rng, (shape[1], shape[1]), 1.0)
+    x = seed_paper_matrix(rng, shape, 1.0)
+    cpu_backend, gpu_backend = make_backend(), make_backend()
+    expected = np.empty_like(x)
+    cpu_backend.apply_batched(u, x, expected)
+    x_gpu = cp.asarray(x)
+    gpu_backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)
+    assert same_bits(x_gpu.get(), expected)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info
+    assert gpu_backend.statistics() == cpu_backend.statistics()
+
+
+def gpu_run_matches_cpu(circuit, backend: str) -> dict:
+    """{device: Result} of the circuit simulated with `backend` on the CPU and the GPU, after
+    checking that both states have the same bits."""
+    from qsim import Simulator
+
+    results = {device: Simulator(backend=backend, device=device, progress=False).run(circuit)
+               for device in ("cpu", "gpu")}
+    assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
+    return results

@@ -1,0 +1,35 @@
+"""Launch shapes for the CUDA kernels in kernels/*.cu (cupy RawModule functions).
+
+Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the columns, so loads
+are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
+few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
+"""
+from .arrays import cupy_module
+from .errors import BackendError
+
+THREADS = 256
+WARPS_PER_BLOCK = THREADS // 32
+ROW_BLOCKS_PER_SM = 16
+ELEMENT_BLOCKS_PER_SM = 32
+
+
+def row_stride(x) -> int:
+    """Elements between rows of the 2-D cupy array x, whose columns must be adjacent."""
+    if x.shape[1] > 1 and x.strides[1] != x.itemsize:
+        raise BackendError("row kernels need rows with unit column stride")
+    return x.strides[0] // x.itemsize
+
+
+def launch_per_row(function, rows: int, args: tuple, shared_mem: int = 0) -> None:
+    """function(args) with one warp per row over `rows` rows, on the current device."""
+    _launch(function, -(-rows // WARPS_PER_BLOCK), ROW_BLOCKS_PER_SM, args, shared_mem)
+
+
+def launch_per_element(function, count: int, args: tuple) -> None:
+    """function(args) with one thread per element over `count` elements (grid-stride)."""
+    _launch(function, -(-count // THREADS), ELEMENT_BLOCKS_PER_SM, args, 0)
+
+
+def _launch(function, wanted_blocks: int, blocks_per_sm: int, args: tuple, shared_mem: int) -> None:
+    max_blocks = cupy_module().cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
+    function((max(1, min(max_blocks, wanted_blocks)),), (THREADS,), args, shared_mem=shared_mem)

@@ -1,0 +1,140 @@
+"""The CUDA kernels of int8-crt-<m> (kernels/ozaki_crt.cu), compiled for the host with a one-warp
+emulation (host_cuda/ozaki_crt_host.cpp), against the numpy specification: the GPU path's
+logic (layouts, limbs, rounding) checked bit for bit without a GPU, with and without FMA
+contraction. The INT8 GEMMs are float64 GEMMs of the residues here (exact), as on the CPU path."""
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gemm_backend
+from gemm_backend.crt import crt_plan
+from gemm_backend.ozaki_crt import CrtLayout
+
+from .helpers import same_bits, seed_paper_matrix
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "gemm_backend" / "kernels" / "ozaki_crt.cu"
+HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
+TABLES = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
+BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
+
+
+def _has_fma() -> bool:
+    try:
+        return " fma " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module", params=list(BUILDS))
+def kernels(request, tmp_path_factory):
+    """The host build of the kernels as a ctypes library (plain, and with FMA contraction)."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("needs g++ (C++20) to build the host emulation of the kernels")
+    if request.param == "fma" and not _has_fma():
+        pytest.skip("this CPU has no FMA instructions")
+    library = tmp_path_factory.mktemp("host_cuda") / f"ozaki_crt_{request.param}.so"
+    command = [compiler, "-std=c++20", "-shared", "-fPIC", *BUILDS[request.param], f'-DKERNELS="{KERNELS}"',
+               "-o", str(library), str(HARNESS), "-lpthread"]
+    built = subprocess.run(command, capture_output=True, text=True)
+    if built.returncode != 0 and "barrier" in built.stderr:
+        pytest.skip("this g++ lacks C++20 <barrier>")
+    assert built.returncode == 0, built.stderr
+    return ctypes.CDLL(str(library))
+
+
+def _pointer(array):
+    return ctypes.c_void_p(array.ctypes.data)
+
+
+def _row_stride(array) -> ctypes.c_longlong:
+    return ctypes.c_longlong(array.strides[0] // array.itemsize)
+
+
+def host_scales(kernels, rows, bits):
+    scales, nonfinite = np.empty(rows.shape[0], np.int32), np.zeros(1, np.int32)
+    kernels.host_row_scales(_pointer(rows), ctypes.c_longlong(rows.shape[0]), ctypes.c_int(rows.shape[1]),
+                            _row_stride(rows), ctypes.c_int(bits), _pointer(scales), _pointer(nonfinite))
+    return scales, nonfinite[0] == 0
+
+
+def host_residues(kernels, layout, rows, scales, tables):
+    out = np.empty((rows.shape[0], layout.blocks * layout.padded), np.int8)
+    kernels.host_residues(
+        _pointer(rows), ctypes.c_longlong(rows.shape[0]), ctypes.c_int(layout.k), ctypes.c_int(layout.padded),
+        _row_stride(rows), ctypes.c_int(layout.is_complex), _pointer(scales), ctypes.c_int(layout.plan.count),
+        *(_pointer(tables[name]) for name in ("p", "inv_p", "pow2_32", "pow2_64")), _pointer(out),
+        ctypes.c_longlong(out.shape[1]))
+    return out
+
+
+def host_matmul(kernels, m, a, b, row_step, col_step):
+    """OzakiCrtBackend's GPU path with the host kernels, tile by tile: row scales, residues in
+    the (rows, blocks * padded) layout, the per-block INT8 products (float64 GEMMs here),
+    reconstruction into a view of the output."""
+    is_complex = np.iscomplexobj(a) or np.iscomplexobj(b)
+    dtype = np.complex128 if is_complex else np.float64
+    a, b = np.ascontiguousarray(a, dtype), np.asarray(b, dtype)
+    layout = CrtLayout(crt_plan(m), a.shape[1], is_complex)
+    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
+    a_rows = a.view(np.float64) if is_complex else a
+    a_scales, a_finite = host_scales(kernels, a_rows, layout.plan.a_bits)
+    out = np.empty((a.shape[0], b.shape[1]), dtype)
+    out_rows = out.view(np.float64) if is_complex else out
+    pad = layout.padded
+    for c0 in range(0, b.shape[1], col_step):
+        cols = slice(c0, min(b.shape[1], c0 + col_step))
+        b_rows = np.ascontiguousarray(b[:, cols].T)
+        b_rows = b_rows.view(np.float64) if is_complex else b_rows
+        b_scales, b_finite = host_scales(kernels, b_rows, layout.plan.b_bits)
+        assert a_finite and b_finite
+        b_residues = host_residues(kernels, layout, b_rows, b_scales, tables).astype(np.float64)
+        for r0 in range(0, a.shape[0], row_step):
+            rows = slice(r0, min(a.shape[0], r0 + row_step))
+            a_residues = host_residues(kernels, layout, a_rows[rows], a_scales[rows], tables).astype(np.float64)
+            products = np.stack([a_residues[:, j * pad:(j + 1) * pad] @ b_residues[:, j * pad:(j + 1) * pad].T
+                                 for j in range(layout.blocks)])
+            assert np.abs(products).max() < 2**31
+            products = np.ascontiguousarray(products.astype(np.int32))
+            target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
+            kernels.host_reconstruct(
+                _pointer(products), ctypes.c_longlong(products.shape[1]), ctypes.c_int(products.shape[2]),
+                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inv_p", "inverse")),
+                ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
+                _pointer(np.ascontiguousarray(a_scales[rows])), _pointer(b_scales), _pointer(target), _row_stride(target))
+    return out
+
+
+@pytest.mark.parametrize("m", [8, 13, 20])
+@pytest.mark.parametrize("is_complex", [False, True])
+@pytest.mark.parametrize("shape, steps", [((37, 29, 11), (16, 5)), ((6, 1, 3), (6, 3)), ((9, 300, 40), (4, 40))])
+def test_host_kernels_match_the_specification(kernels, m, is_complex, shape, steps, rng):
+    rows, k, n = shape
+    a = seed_paper_matrix(rng, (rows, k), 4.0, is_complex)
+    a[1], a[3], a[4] = 0, a[3] * 2.0**-1060, a[4] * 2.0**900  # zero, subnormal and huge rows
+    b = seed_paper_matrix(rng, (k, n), 4.0, is_complex)
+    b[:, 0] *= 2.0**-500
+    assert same_bits(host_matmul(kernels, m, a, b, *steps), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+
+
+def test_host_kernels_on_subnormal_results_and_exact_integers(kernels, rng):
+    a = seed_paper_matrix(rng, (20, 40), 2.0, True) * 2.0**-540
+    b = seed_paper_matrix(rng, (40, 12), 2.0, True) * 2.0**-530
+    expected = gemm_backend.get("int8-crt-15").matmul(a, b)
+    assert np.abs(expected).min() < 2.0**-1022
+    assert same_bits(host_matmul(kernels, 15, a, b, 7, 5), expected)
+    a = rng.integers(-2**30, 2**30, (6, 16)) + 1j * rng.integers(-2**30, 2**30, (6, 16))
+    b = rng.integers(-2**30, 2**30, (16, 5)).astype(np.float64)
+    assert same_bits(host_matmul(kernels, 20, a, b, 6, 5), gemm_backend.get("int8-crt-20").matmul(a, b))
+
+
+def test_host_row_scales_flag_non_finite_rows(kernels):
+    rows = np.ones((3, 40))
+    assert host_scales(kernels, rows, 40)[1]
+    rows[1, 17] = np.nan
+    assert not host_scales(kernels, rows, 40)[1]
