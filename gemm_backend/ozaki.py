@@ -207,7 +207,7 @@ class OzakiBackend(GemmBackend):
         if not finite:
             raise BackendError("the gate matrix contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
         if self.rho is not None:
-            histogram = _state_histogram(x, bits)
+            histogram = to_host(_state_histogram(x, bits)).astype(np.int64)  # the gate's rows are on the host
             add_needed_bits_histogram(gate_rows, gate_exps, histogram)
             return self._plan(inner, {"histogram": histogram}), {}
         statistics = {"a": worst_case_columns(inner, bits), "b": summarize_rows(gate_rows, gate_exps, bits)}

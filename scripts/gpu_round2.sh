@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU checks and benchmarks of the fused-INT8 round, in two device calls that fit the lease:
 #   bash scripts/gpu_round2.sh tests   -> gpu-marked tests, then the gate table at N = 30
-#   bash scripts/gpu_round2.sh runs    -> headline runs, compare at N = 30, per-gate errors at N = 28, trajectories
+#   bash scripts/gpu_round2.sh runs    -> headline runs, Ozaki-II square GEMM, per-gate errors at N = 28
+#   bash scripts/gpu_round2.sh compare -> compare at N = 30 against double-double, trajectories
 # Outputs (logs, JSON) go to $OUT (or ./out). Wheels for qiskit are taken from .whl/ when present.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
@@ -18,13 +19,23 @@ tests)
     --backends cublas,int8-auto,int8-7,int8-8 --device gpu --json "$out/bench_gates_n30.json" 2>&1 | tail -22
   ;;
 runs)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki_crt.py tests/test_distributed_gpu.py \
+    "tests/test_ozaki.py::test_gpu_apply_batched_matches_cpu" 2>&1 | tee "$out/gpu_tests2.log" | tail -6
   for b in cublas int8-auto; do
     python3 -m qsim.cli run --qubits 30 --gate-size 5 --depth 20 --seed 1 --backend $b --no-progress \
       --json "$out/run30_$b.json" 2>&1 | tail -14
   done
-  python3 -m qsim.cli compare --qubits 30 --gate-size 5 --depth 20 --seed 1 --no-progress \
-    --backends cublas,int8-auto,int8-auto@rho=0,int8-auto@rho=1 --json "$out/compare30.json" 2>&1 | tail -8
+  python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-16,int8-7 --shapes square \
+    --sizes 8192 --inputs phi --error-cols 256 --option workspace_bytes=17179869184 --repeats 3 \
+    --json "$out/crt_square.json" 2>&1 | tail -6
   python3 scripts/bench_gates.py --qubits 28 --gate-sizes 5 6 --targets 0 2 --backends cublas,int8-auto,int8-7 \
     --device gpu --error --json "$out/bench_gates_n28_error.json" 2>&1 | tail -6
+  ;;
+compare)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki.py -k "rho_rule" 2>&1 | tail -2
+  python3 -m qsim.cli compare --qubits 30 --gate-size 5 --depth 20 --seed 1 --no-progress \
+    --backends cublas,int8-auto,int8-auto@rho=0,int8-auto@rho=1 --json "$out/compare30.json" 2>&1 | tail -8
+  python3 scripts/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 10 --device gpu \
+    --json "$out/bench_trajectories.json" 2>&1 | tail -14
   ;;
 esac

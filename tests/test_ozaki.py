@@ -485,3 +485,21 @@ def test_gpu_brickwork_simulation_matches_cpu():
     assert len(splits) == len(circuit.gates) and all(s in range(3, 19) for s in splits)
     assert splits == [info["splits"] for info in results["cpu"].gate_info]
 
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_apply_batched_rho_rule_matches_cpu(rng):
+    """The seed paper's rule in the simulator: a pass over the state on the device, the same plan
+    and bits as the CPU."""
+    import cupy as cp
+
+    u = seed_paper_matrix(rng, (32, 32), 1.0, True)
+    x = seed_paper_matrix(rng, (16, 32, 8), 2.0, True)
+    cpu_backend, gpu_backend = (gemm_backend.get("int8-auto", rho=0.0) for _ in range(2))
+    expected = np.empty_like(x)
+    cpu_backend.apply_batched(u, x, expected)
+    x_gpu = cp.asarray(x)
+    gpu_backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)
+    assert same_bits(x_gpu.get(), expected)
+    assert gpu_backend.last_call_info["splits"] == cpu_backend.last_call_info["splits"]
