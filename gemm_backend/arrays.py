@@ -29,6 +29,17 @@ def gpu_available() -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device_id: int) -> int:
+    return cupy_module().cuda.Device(device_id).attributes["MultiProcessorCount"]
+
+
+def multiprocessor_count() -> int:
+    """Multiprocessors of the current GPU (cached: reading device attributes costs host time
+    that would show as idle GPU time between timed launches)."""
+    return _multiprocessors(cupy_module().cuda.Device().id)
+
+
 def array_module(x):
     """numpy or cupy, whichever owns array x."""
     cp = cupy_module()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, check_finite, cupy_module, is_gpu_array, iter_column_chunks
+from .arrays import array_module, check_finite, cupy_module, is_gpu_array, iter_column_chunks, multiprocessor_count
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
 from .errors import BackendError
 
@@ -427,7 +427,7 @@ def _apply_batched_dd_gpu(u, x_hi, x_lo) -> None:
     tile = gpu_tile_columns(k, n_columns)
     u_columns = cp.ascontiguousarray(cp.asarray(u, dtype=cp.complex128).T)  # row j = column j of U
     shared_bytes = 2 * tile * (k + 1) * 16
-    max_blocks = cp.cuda.Device().attributes["MultiProcessorCount"] * 8
+    max_blocks = multiprocessor_count() * 8
     blocks = min(n_columns // tile, max_blocks)
     _gpu_kernel()((blocks,), (GPU_THREADS,),
                   (x_hi, x_lo, u_columns, np.int32(k), np.int64(n_columns),

@@ -4,7 +4,7 @@ Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the 
 are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
 few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
 """
-from .arrays import cupy_module
+from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
 
 THREADS = 256
@@ -31,5 +31,5 @@ def launch_per_element(function, count: int, args: tuple) -> None:
 
 
 def _launch(function, wanted_blocks: int, blocks_per_sm: int, args: tuple, shared_mem: int) -> None:
-    max_blocks = cupy_module().cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm
+    max_blocks = multiprocessor_count() * blocks_per_sm
     function((max(1, min(max_blocks, wanted_blocks)),), (THREADS,), args, shared_mem=shared_mem)

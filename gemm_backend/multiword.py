@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array
+from .arrays import array_module, cupy_module, is_gpu_array, multiprocessor_count
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .errors import BackendError
 
@@ -265,14 +265,9 @@ def _kernels():
     return cp.RawModule(code=_KERNEL_SOURCE.read_text(), options=("--std=c++17",), name_expressions=_kernel_names())
 
 
-@functools.lru_cache(maxsize=None)
-def _multiprocessors(device_id: int) -> int:
-    return cupy_module().cuda.Device(device_id).attributes["MultiProcessorCount"]
-
-
 def _max_blocks() -> int:
     """Grid size cap for the grid-stride kernels: enough resident blocks to fill every SM."""
-    return _multiprocessors(cupy_module().cuda.Device().id) * 32
+    return multiprocessor_count() * 32
 
 
 def matmul_operands(a, b):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, to_host
+from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, multiprocessor_count, to_host
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
@@ -514,7 +514,7 @@ class _GpuTileProducts:
         for a_side, b_side, product in zip(a_groups, self.b_groups, products):
             gemm_tn(a_side, b_side, out=product)
         count = n_rows * n_cols
-        max_blocks = cp.cuda.Device().attributes["MultiProcessorCount"] * 32
+        max_blocks = multiprocessor_count() * 32
         blocks = max(1, min(max_blocks, -(-count // _THREADS)))
         shifts, chunk_ends, weights = self.group_terms
         _accumulate_kernel()((blocks,), (_THREADS,), (

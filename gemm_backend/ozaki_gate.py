@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module
+from .arrays import array_module, cupy_module, multiprocessor_count
 from .errors import BackendError
 from .ozaki_split import row_exponents, split_rows
 
@@ -176,7 +176,7 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
     n_columns = n_left * n_right
     columns_per_block = 8 * launch.n_tiles * launch.warps
-    blocks = max(1, min(launch.blocks_per_sm * _multiprocessors(), -(-n_columns // columns_per_block)))
+    blocks = max(1, min(launch.blocks_per_sm * multiprocessor_count(), -(-n_columns // columns_per_block)))
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
     kernel((blocks,), (32 * launch.warps,),
            (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments, exponents, flag),
@@ -185,6 +185,3 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
         raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
 
 
-@functools.lru_cache(maxsize=None)
-def _multiprocessors() -> int:
-    return cupy_module().cuda.Device().attributes["MultiProcessorCount"]

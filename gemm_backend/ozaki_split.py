@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array
+from .arrays import array_module, cupy_module, is_gpu_array, multiprocessor_count
 from .errors import BackendError
 
 MAX_BITS = 8  # a balanced int8 digit holds [-128, 127]
@@ -229,6 +229,6 @@ def _module():
 def _launch_rows(name: str, rows: int, args: tuple, shared_mem: int = 0) -> None:
     """One warp per row, grid capped at 16 blocks per multiprocessor (kernels loop over rows)."""
     cp = cupy_module()
-    max_blocks = cp.cuda.Device().attributes["MultiProcessorCount"] * 16
+    max_blocks = multiprocessor_count() * 16
     blocks = max(1, min(max_blocks, -(-rows // _WARPS_PER_BLOCK)))
     _module().get_function(name)((blocks,), (_THREADS,), args, shared_mem=shared_mem)

@@ -6,7 +6,7 @@ moves each amplitude once through registers, so it runs near the memory floor.
 import functools
 from pathlib import Path
 
-from .arrays import cupy_module
+from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
 
 SUPPORTED_DIMS = (2, 4, 8, 16, 32)
@@ -53,8 +53,7 @@ def apply_small_gate(u, x, out) -> None:
     n_columns = n_left * n_right
     log2_right = n_right.bit_length() - 1
     direct, staged = (_module().get_function(name) for name in _kernel_names(k))
-    device = cp.cuda.Device()
-    max_blocks = device.attributes["MultiProcessorCount"] * 16
+    max_blocks = multiprocessor_count() * 16
     tile = staged_tile(k)
     if n_right < 32 and n_right <= tile and n_columns % tile == 0:
         blocks = min(max_blocks, n_columns // tile)

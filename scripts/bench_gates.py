@@ -2,7 +2,7 @@
 
 For each N, d and first target q, applies one Haar-random gate through the engine's own path
 (qsim.apply + a registry backend) to a random normalized state and reports, per backend, the
-median time (CUDA events, after a warm-up), the memory floor (read + write the state once:
+median time (CUDA events around --batch back-to-back gates, after a warm-up), the memory floor (read + write the state once:
 32 * 2^N bytes over the copy bandwidth measured in the same run), time / floor, time / the first
 backend's time (the baseline, measured in the same run), the kernel path, the INT8 plan, and with
 --error the error of that one gate against a double-double application of it
@@ -45,7 +45,7 @@ def gate_error(plan, state, u_dev, backend, xp) -> float:
     return float(xp.linalg.norm(difference) / xp.linalg.norm(hi))
 
 
-def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, repeats, with_error):
+def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, repeats, with_error, batch=3):
     xp = device.xp
     rng = np.random.default_rng(n_qubits)
     state = xp.asarray(rng.standard_normal(1 << n_qubits)) + 1j * xp.asarray(rng.standard_normal(1 << n_qubits))
@@ -64,9 +64,11 @@ def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, 
             for label, backend in backends.items():
                 backend.warm_up(u_dev, xp.asarray(rng.standard_normal((2, 1 << d, min(1 << low, 64))) + 0j))
                 backend.prepare(u_dev)
+                backend.start_run()  # no per-gate host synchronisation, as in a simulation
                 spare = None if backend.works_in_place(plan.k, device.on_gpu) else scratch
                 product = lambda x, out, b=backend: b.apply_batched(u_dev, x, out)  # noqa: E731
-                seconds = median_time(lambda: apply_plan(plan, state, product, spare), device.on_gpu, repeats)
+                seconds = median_time(lambda: apply_plan(plan, state, product, spare), device.on_gpu, repeats,
+                                      batch=batch)
                 info = backend.last_call_info
                 row[f"{label}_ms"] = seconds * 1e3
                 row[f"{label}_x_floor"] = seconds / floor
@@ -91,6 +93,7 @@ def main():
     parser.add_argument("--backends", default="cublas", help="comma-separated; the first is the baseline")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=3, help="gates applied back to back per timed sample")
     parser.add_argument("--error", action="store_true", help="also the error of one gate against double-double")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
@@ -105,7 +108,7 @@ def main():
     rows = []
     for n_qubits in args.qubits:
         rows += bench_size(n_qubits, args.gate_sizes, args.targets, device, backends, bandwidth, args.repeats,
-                           args.error)
+                           args.error, args.batch)
         if device.on_gpu:
             device.xp.get_default_memory_pool().free_all_blocks()
     columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "q", "{}"), ("floor_ms", "floor", "{:.2f}")]
