@@ -4,7 +4,7 @@ Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the 
 are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
 few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
 """
-from .arrays import cupy_module, multiprocessor_count
+from .arrays import multiprocessor_count
 from .errors import BackendError
 
 THREADS = 256

@@ -35,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, multiprocessor_count, to_host
+from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, to_host
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
+from .kernel_launch import launch_per_element
 from .ozaki_bound import (
     check_target,
     choose_plan,
@@ -69,7 +70,6 @@ AUTO_WORKSPACE_FRACTION = 0.75
 # Bytes per element of the CPU path's temporaries while splitting a row (frexp outputs, int64
 # significand, shifts, carry, the digit before narrowing).
 _CPU_SPLIT_TEMPORARY_BYTES = 80
-_THREADS = 256
 _ACCUMULATE_SOURCE = Path(__file__).with_name("kernels") / "ozaki_accumulate.cu"
 
 
@@ -513,11 +513,8 @@ class _GpuTileProducts:
         products = cp.empty((len(self.spans), n_rows, n_cols), cp.int32)
         for a_side, b_side, product in zip(a_groups, self.b_groups, products):
             gemm_tn(a_side, b_side, out=product)
-        count = n_rows * n_cols
-        max_blocks = multiprocessor_count() * 32
-        blocks = max(1, min(max_blocks, -(-count // _THREADS)))
         shifts, chunk_ends, weights = self.group_terms
-        _accumulate_kernel()((blocks,), (_THREADS,), (
+        launch_per_element(_accumulate_kernel(), n_rows * n_cols, (
             products, cp.int32(len(self.spans)), shifts, chunk_ends, weights, cp.int64(n_rows), cp.int32(n_cols),
             a_exps, self.b_exps, out, cp.int64(out.strides[0] // out.itemsize)))
 

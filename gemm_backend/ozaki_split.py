@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array, multiprocessor_count
+from .arrays import array_module, cupy_module, is_gpu_array
 from .errors import BackendError
+from .kernel_launch import launch_per_row, row_stride
 
 MAX_BITS = 8  # a balanced int8 digit holds [-128, 127]
 INT32_MAX = 2**31 - 1
@@ -35,8 +36,6 @@ FLOAT64_SIGNIFICAND_BITS = 53
 SUBNORMAL_BOTTOM_EXPONENT = 1074
 # Bits an element can need below its row scale: at most 1026 + 1074 = 2100 (needed_bits).
 NEEDED_BITS_BINS = 2112
-_THREADS = 256
-_WARPS_PER_BLOCK = _THREADS // 32
 _SOURCE = Path(__file__).with_name("kernels") / "ozaki_split.cu"
 
 
@@ -85,7 +84,7 @@ def _row_exponents_gpu(x, bits: int):
     nonfinite = cp.zeros(1, cp.int32)
     if rows:
         _launch_rows("ozaki_row_exponents", rows,
-                     (x, cp.int64(rows), cp.int32(cols), cp.int64(_row_stride(x)), cp.int32(bits), exponents,
+                     (x, cp.int64(rows), cp.int32(cols), cp.int64(row_stride(x)), cp.int32(bits), exponents,
                       nonfinite))
     return exponents, nonfinite[0] == 0
 
@@ -123,7 +122,7 @@ def _needed_bits_histogram_gpu(x, exponents, histogram) -> None:
     rows, cols = x.shape
     if rows:
         _launch_rows("ozaki_needed_bits_histogram", rows,
-                     (x, cp.int64(rows), cp.int32(cols), cp.int64(_row_stride(x)), exponents,
+                     (x, cp.int64(rows), cp.int32(cols), cp.int64(row_stride(x)), exponents,
                       cp.int32(NEEDED_BITS_BINS), histogram),
                      shared_mem=4 * NEEDED_BITS_BINS)
 
@@ -210,25 +209,15 @@ def split_rows_gpu(x, exponents, bits: int, padded_cols: int, placements: SliceP
     rows, cols = x.shape
     if rows:
         _launch_rows("ozaki_split_rows", rows,
-                     (x, cp.int64(rows), cp.int32(cols), cp.int32(padded_cols), cp.int64(_row_stride(x)),
+                     (x, cp.int64(rows), cp.int32(cols), cp.int32(padded_cols), cp.int64(row_stride(x)),
                       exponents, cp.int32(bits), cp.int32(placements.n_slices), *device_placements, out))
 
 
 # -- kernels ----------------------------------------------------------------------------------
-def _row_stride(x) -> int:
-    if x.shape[1] > 1 and x.strides[1] != x.itemsize:
-        raise BackendError("Ozaki kernels need rows with unit column stride")
-    return x.strides[0] // x.itemsize
-
-
 @functools.lru_cache(maxsize=None)
 def _module():
     return cupy_module().RawModule(code=_SOURCE.read_text(), options=("--std=c++17",))
 
 
 def _launch_rows(name: str, rows: int, args: tuple, shared_mem: int = 0) -> None:
-    """One warp per row, grid capped at 16 blocks per multiprocessor (kernels loop over rows)."""
-    cp = cupy_module()
-    max_blocks = multiprocessor_count() * 16
-    blocks = max(1, min(max_blocks, -(-rows // _WARPS_PER_BLOCK)))
-    _module().get_function(name)((blocks,), (_THREADS,), args, shared_mem=shared_mem)
+    launch_per_row(_module().get_function(name), rows, args, shared_mem)

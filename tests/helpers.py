@@ -45,12 +45,6 @@ def seed_paper_matrix(rng, shape, phi, is_complex=True):
     return part() + 1j * part() if is_complex else part()
 
 
-def same_bits(x, y) -> bool:
-    """True when x and y have the same dtype, shape and bytes (numpy arrays)."""
-    x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-
-
 def check_gpu_apply_batched_matches_cpu(make_backend, shape, rng):
     """apply_batched of two backends from make_backend() on a seed-paper (L, K, R) view: out of
     place on the CPU, in place on the GPU; the same bits, last_call_info and statistics."""

@@ -12,18 +12,11 @@ from gemm_backend.ozaki import OzakiBackend
 from gemm_backend.ozaki_plan import plan_products
 from gemm_backend.ozaki_split import choose_splits, new_histogram, row_exponents, split_rows
 
-from .helpers import same_bits
+from .helpers import same_bits, seed_paper_matrix
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 UNIT_ROUNDOFF = 2.0**-53
 PHIS = (0.1, 1.0, 2.0, 4.0)
-
-
-def seed_paper_matrix(rng, shape, phi, is_complex):
-    """The seed paper's generator, uniform(-0.5, 0.5) * exp(phi * normal(0, 1)), per real part."""
-    def part():
-        return rng.uniform(-0.5, 0.5, shape) * np.exp(phi * rng.standard_normal(shape))
-    return part() + 1j * part() if is_complex else part()
 
 
 def relative_error(c, reference):

@@ -19,17 +19,10 @@ from gemm_backend.ozaki_gate import embedded_gate_rows
 from gemm_backend.ozaki_plan import plan_products
 from gemm_backend.ozaki_split import bits_per_slice, row_exponents
 
-from .helpers import crandn
+from .helpers import crandn, seed_paper_matrix
 
 PHIS = (0.1, 1.0, 2.0, 4.0)
 TIGHTNESS = 2.0**12  # the bound may be at most this far above the measured error
-
-
-def paper_matrix(rng, shape, phi):
-    """The seed paper's inputs: uniform(-0.5, 0.5) * exp(phi * normal(0, 1)), complex."""
-    def part():
-        return rng.uniform(-0.5, 0.5, shape) * np.exp(phi * rng.standard_normal(shape))
-    return part() + 1j * part()
 
 
 def summaries(a, b):
@@ -74,14 +67,14 @@ def check_bound(a, b, splits_list, tight: bool):
 @pytest.mark.parametrize("phi", PHIS)
 @pytest.mark.parametrize("k", [64, 1024, 16384])
 def test_bound_holds_and_is_tight_on_the_seed_papers_inputs(phi, k, rng):
-    a = paper_matrix(rng, (12, k), phi)
-    b = paper_matrix(rng, (k, 10), phi)
+    a = seed_paper_matrix(rng, (12, k), phi)
+    b = seed_paper_matrix(rng, (k, 10), phi)
     check_bound(a, b, (3, 5, 7), tight=True)
 
 
 def test_bound_holds_at_k_two_to_the_sixteen(rng):
     k = 1 << 16
-    check_bound(paper_matrix(rng, (3, k), 2.0), paper_matrix(rng, (k, 2), 2.0), (4, 6), tight=False)
+    check_bound(seed_paper_matrix(rng, (3, k), 2.0), seed_paper_matrix(rng, (k, 2), 2.0), (4, 6), tight=False)
 
 
 def test_bound_holds_for_wide_exponent_ranges_and_zero_rows(rng):
@@ -123,8 +116,8 @@ def test_gate_only_bound_holds_for_any_state(rng):
 
 @pytest.mark.parametrize("target", [1e-6, 1e-10, 1e-14, 1e-16])
 def test_target_error_is_met(target, rng):
-    a = paper_matrix(rng, (20, 256), 1.0)
-    b = paper_matrix(rng, (256, 16), 1.0)
+    a = seed_paper_matrix(rng, (20, 256), 1.0)
+    b = seed_paper_matrix(rng, (256, 16), 1.0)
     _, _, _, a_norms, b_norms = summaries(a, b)
     backend = gemm_backend.get("int8-auto", target_error=target)
     c = backend.matmul(a, b)
@@ -140,8 +133,8 @@ def test_default_target_is_fp64s_normwise_bound(phi, rng):
     """Default: every entry within gamma_n ||a_i|| ||b_j|| (plus its own rounding), FP64 GEMM's
     bound in its normwise-per-entry form. (Normwise: small entries of wide-range products get
     less relative accuracy than FP64 gives them; the rho rule keeps every bit instead.)"""
-    a = paper_matrix(rng, (24, 512), phi)
-    b = paper_matrix(rng, (512, 24), phi)
+    a = seed_paper_matrix(rng, (24, 512), phi)
+    b = seed_paper_matrix(rng, (512, 24), phi)
     _, _, _, a_norms, b_norms = summaries(a, b)
     backend = gemm_backend.get("int8-auto")
     c = backend.matmul(a, b)
