@@ -312,22 +312,17 @@ class OzakiBackend(GemmBackend):
         row_step, col_step = self._tile_sizes(m, n, width, self._largest_plan(width * b.shape[0]), workspace)
         a_exps, b_exps = xp.empty(m, xp.int32), xp.empty(width * n, xp.int32)
         statistics = {"histogram": new_histogram(xp)} if self.rule == "rho" else {}
-        a_finite = b_finite = True
         for rows in _steps(m, row_step):
             a_exps[rows], finite = row_exponents(a_rows[rows], bits)
-            a_finite = a_finite & finite
+            _require_finite(finite, "a")
             self._gather(statistics, "a", a_rows[rows], a_exps[rows], bits)
         for cols in _steps(n, col_step):
             b_tile = _b_rows(b, cols, width)
             exps, finite = row_exponents(b_tile, bits)
+            _require_finite(finite, "b")
             b_exps[width * cols.start:width * cols.stop] = exps
-            b_finite = b_finite & finite
             # every other embedded row holds all of a column's parts
             self._gather(statistics, "b", b_tile[::width], xp.ascontiguousarray(exps[::width]), bits)
-        for name, finite in (("a", a_finite), ("b", b_finite)):
-            if not bool(finite):
-                raise BackendError(
-                    f"matmul operand {name} contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
         return a_exps, b_exps, statistics
 
     def _gather(self, statistics: dict, side: str, rows, exps, bits: int) -> None:
@@ -379,6 +374,11 @@ def _has_gpu() -> bool:
     from .arrays import gpu_available
 
     return gpu_available()
+
+
+def _require_finite(finite, name: str) -> None:
+    if not bool(finite):
+        raise BackendError(f"matmul operand {name} contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
 
 
 def _check_splits(splits):
