@@ -229,3 +229,43 @@ def test_static_circuit_with_trajectories_repeats_the_run(tmp_path):
     assert proc.returncode == 0, proc.stderr
     records = json.loads(out.read_text())["trajectories"]["records"]
     assert len(records) == 2 and all(r["measurements"] == 0 and r["clbits"] == "" for r in records)
+
+
+def test_unwritable_output_path_fails_before_the_run(tmp_path):
+    """The path is checked first: a missing folder ends the command at once (exit 2, one
+    line), before a long run could be lost."""
+    import time
+
+    started = time.perf_counter()
+    proc = qsim("run", "--qubits", "22", "--gate-size", "5", "--depth", "50", "--device", "cpu",
+                "--json", str(tmp_path / "missing" / "r.json"))
+    assert time.perf_counter() - started < 15  # the run itself would take minutes
+    assert proc.returncode == 2 and "folder" in proc.stderr and "Traceback" not in proc.stderr
+    proc = qsim("compare", "--qubits", "4", "--gate-size", "2", "--backends", "cublas", "--device", "cpu",
+                "--plot", str(tmp_path))
+    assert proc.returncode == 2 and "is a folder" in proc.stderr
+
+
+def test_json_is_written_atomically(tmp_path, monkeypatch):
+    """A failure while writing leaves the old file as it was and no temporary file behind."""
+    from qsim.output import write_text_atomically
+
+    target = tmp_path / "r.json"
+    target.write_text("old")
+
+    def broken(name):
+        open(name, "w").write("half")
+        raise OSError("disk full")
+
+    from qsim import output
+    with pytest.raises(OSError, match="disk full"):
+        output.write_atomically(target, broken)
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    write_text_atomically(target, "new")
+    assert target.read_text() == "new"
+
+
+@pytest.mark.parametrize("option", [["--workspace-gib", "nan"], ["--workspace-gib", "inf"], ["--workspace-gib", "0"]])
+def test_bad_workspace_sizes(option):
+    proc = qsim("run", "--qubits", "4", "--gate-size", "2", "--device", "cpu", *option)
+    assert proc.returncode == 2 and "--workspace-gib" in proc.stderr and "Traceback" not in proc.stderr
