@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CircuitError
-from .operations import Condition, Measure, Reset, checked_condition, integer
+from .operations import Condition, Measure, Reset, checked_condition
 
 UNITARITY_TOLERANCE = 1e-10
 
@@ -26,9 +26,10 @@ class Gate:
     condition: Condition = None
 
     def __post_init__(self):
-        if isinstance(self.targets, (str, bytes)) or not hasattr(self.targets, "__iter__"):
-            raise CircuitError(f"gate {self.name!r}: targets must be a sequence of qubit indices, got {self.targets!r}")
-        targets = tuple(integer(t, f"gate {self.name!r}: target qubit") for t in self.targets)
+        try:
+            targets = tuple(int(t) for t in self.targets)
+        except (TypeError, ValueError):
+            raise CircuitError(f"gate {self.name!r}: targets must be integers, got {self.targets!r}") from None
         if not targets:
             raise CircuitError(f"gate {self.name!r}: needs at least one target qubit")
         if len(set(targets)) != len(targets):
@@ -78,15 +79,13 @@ class Circuit:
     clbit_registers: tuple = field(default=())
 
     def __post_init__(self):
-        n_qubits = integer(self.n_qubits, "a circuit's number of qubits")
-        if n_qubits < 1:
-            raise CircuitError(f"a circuit needs at least 1 qubit, got {n_qubits}")
-        object.__setattr__(self, "n_qubits", n_qubits)
+        if int(self.n_qubits) < 1:
+            raise CircuitError(f"a circuit needs at least 1 qubit, got {self.n_qubits}")
+        object.__setattr__(self, "n_qubits", int(self.n_qubits))
         object.__setattr__(self, "gates", tuple(self.gates))
-        object.__setattr__(self, "measured", tuple(integer(q, "measured qubit") for q in self.measured))
-        object.__setattr__(self, "n_clbits", integer(self.n_clbits, "number of classical bits"))
-        object.__setattr__(self, "clbit_registers",
-                           tuple((str(n), integer(s, "register size")) for n, s in self.clbit_registers))
+        object.__setattr__(self, "measured", tuple(int(q) for q in self.measured))
+        object.__setattr__(self, "n_clbits", int(self.n_clbits))
+        object.__setattr__(self, "clbit_registers", tuple((str(n), int(s)) for n, s in self.clbit_registers))
         for position, operation in enumerate(self.gates):
             self._check_operation(position, operation)
         for q in self.measured:

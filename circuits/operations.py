@@ -4,27 +4,17 @@ Classical bits are numbered 0..n_clbits-1 in Qiskit's order (qc.clbits). A regis
 the integer whose bit j is the j-th classical bit listed; classical strings are written as Qiskit
 writes them: classical bit 0 rightmost, registers separated by spaces, the last register leftmost.
 """
-import numbers
 from dataclasses import dataclass
-
-import numpy as np
 
 from .errors import CircuitError
 
 
-def integer(value, what: str) -> int:
-    """value as an int when it is an integer (Python or numpy, not bool); a CircuitError naming
-    `what` otherwise: 0.5 or a numpy float is refused rather than truncated."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise CircuitError(f"{what} must be an integer, got {value!r} ({type(value).__name__})")
-    return int(value)
-
-
 def _indices(values, what: str) -> tuple:
     """values as a tuple of distinct non-negative ints; CircuitError naming `what` otherwise."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise CircuitError(f"{what} must be a sequence of integer indices, got {values!r}")
-    indices = tuple(integer(v, f"{what}: index") for v in values)
+    try:
+        indices = tuple(int(v) for v in values)
+    except (TypeError, ValueError):
+        raise CircuitError(f"{what} must be integer indices, got {values!r}") from None
     if not indices:
         raise CircuitError(f"{what}: give at least one index")
     if min(indices) < 0:
@@ -49,7 +39,7 @@ class ClbitTest:
 
     def __post_init__(self):
         clbits = _indices(self.clbits, "a condition's classical bits")
-        value = integer(self.value, "condition value")
+        value = int(self.value)
         if not 0 <= value < (1 << len(clbits)):
             raise CircuitError(f"condition value {value} does not fit in {len(clbits)} classical bit(s)")
         object.__setattr__(self, "clbits", clbits)

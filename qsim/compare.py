@@ -7,7 +7,6 @@
 import gc
 import math
 import time
-from pathlib import Path
 
 from circuits import Circuit, CircuitError
 from gemm_backend.arrays import to_host
@@ -15,7 +14,6 @@ from gemm_backend.arrays import to_host
 from .accuracy import accuracy_report
 from .device import host_available_bytes, resolve_device
 from .errors import SimulationError
-from .output import write_atomically
 from .reference import REFERENCE_BYTES_PER_AMPLITUDE, reference_state
 from .result import splits_summary
 from .simulator import Simulator
@@ -220,8 +218,7 @@ def plot_accuracy_vs_time(report: dict, path) -> None:
     circuit = report["circuit"]
     figure.suptitle(f"{circuit['qubits']} qubits, {circuit['gates']} gates, {report['device']}")
     figure.tight_layout()
-    file_format = Path(path).suffix.lstrip(".") or "png"
-    write_atomically(path, lambda name: figure.savefig(name, format=file_format))
+    figure.savefig(path)
 
 
 def _decade_limits(values) -> tuple:

@@ -109,9 +109,6 @@ class QsimBackend(BackendV2):
             _check_int(settings["seed_simulator"], "seed_simulator", 0)
             if settings["seed_simulator"] >= _SEED_LIMIT:
                 raise SimulationError(f"seed_simulator must be below 2^62, got {settings['seed_simulator']}")
-        for flag in ("memory", "statevector"):
-            if not isinstance(settings[flag], bool):
-                raise SimulationError(f"{flag} must be True or False, got {settings[flag]!r}")
         if settings["backend_options"] is not None and not isinstance(settings["backend_options"], dict):
             raise SimulationError(f"backend_options must be a dict, got {type(settings['backend_options']).__name__}")
         return settings

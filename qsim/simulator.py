@@ -51,10 +51,6 @@ class Simulator:
 
     def __init__(self, backend: str = "cublas", device: str = "auto", *, progress=None,
                  out_of_place="auto", **backend_options):
-        if progress is not None and not isinstance(progress, bool):
-            raise SimulationError(f"progress must be True, False or None (on a terminal only), got {progress!r}")
-        if not (out_of_place is True or out_of_place is False or out_of_place == "auto"):
-            raise SimulationError(f"out_of_place must be 'auto', True or False, got {out_of_place!r}")
         self.options = SimulatorOptions(backend, device, backend_options, progress, out_of_place)
         self.device = resolve_device(device)
         self.backend = gemm_backend.get(backend, **backend_options)

@@ -29,7 +29,7 @@ def test_tests_and_conditions_read_register_values():
     (lambda: Condition(()), "one or more ClbitTest"),
     (lambda: Measure((0, 1), (0,)), "needs as many classical bits"),
     (lambda: Measure((0, -1), (0, 1)), "negative index"),
-    (lambda: Measure(("a",), (0,)), "index must be an integer"),
+    (lambda: Measure(("a",), (0,)), "must be integer indices"),
     (lambda: Reset((2, 2)), "repeated index"),
     (lambda: Gate((0,), X, condition=(0, 1)), "condition must be a circuits.Condition"),
     (lambda: Circuit(2, [Measure((0,), (3,))], n_clbits=2), "uses classical bit 3, but the circuit has 2"),

@@ -150,11 +150,6 @@ def test_bad_runs_give_clear_errors(backend):
         backend.run(qc, shots=0)
     with pytest.raises(SimulationError, match="seed_simulator must be an integer"):
         backend.run(qc, seed_simulator=-3)
-    for bad in ({"shots": True}, {"shots": 10.5}, {"seed_simulator": 1.5}):
-        with pytest.raises(SimulationError, match="must be an integer"):
-            backend.run(qc, **bad)
-    with pytest.raises(SimulationError, match="memory must be True or False"):
-        backend.run(qc, memory="yes")
     with pytest.raises(SimulationError, match="not a QuantumCircuit"):
         backend.run([qc, "h q[0];"])
     with pytest.raises(SimulationError, match="has no option"):

@@ -72,24 +72,3 @@ def test_in_place_chunked_path_matches_out_of_place():
     a = Simulator(device="cpu", progress=False, out_of_place=False, workspace_bytes=tiny).run(circuit).state
     b = Simulator(device="cpu", progress=False, out_of_place=True).run(circuit).state
     assert np.abs(a - b).max() < 1e-13
-
-
-@pytest.mark.parametrize("options, message", [
-    ({"out_of_place": "yes"}, "out_of_place must be"),
-    ({"out_of_place": 1}, "out_of_place must be"),
-    ({"progress": "no"}, "progress must be"),
-])
-def test_bad_simulator_options_are_refused(options, message):
-    from qsim.errors import SimulationError
-
-    with pytest.raises(SimulationError, match=message):
-        Simulator(device="cpu", **options)
-
-
-def test_bad_backend_option_types_are_refused():
-    import gemm_backend
-
-    for name, options in [("cublas", {"small_gate_max_qubits": True}), ("cublas", {"small_gate_max_qubits": 2.0}),
-                          ("int8-auto", {"fused": "yes"}), ("int8-auto", {"workspace_bytes": 1.5})]:
-        with pytest.raises(gemm_backend.BackendError, match="must be"):
-            gemm_backend.get(name, **options)
