@@ -65,7 +65,8 @@ def plan_memory(comm, device, needs: RankNeeds, out_of_place, memory_fraction: f
 
     out_of_place: "auto" (a second slice buffer when wants_spare and it fits on every rank),
     True (required) or False. Ranks sharing a device (simulated) split its free memory.
-    Returns {"spare_buffer", "planned_bytes", "available_bytes", "ranks": [per-rank dicts]}.
+    Returns {"spare_buffer", "planned_bytes", "available_bytes" (the least over the ranks),
+    "ranks": [per-rank dicts]}.
     Raises SimulationError on every rank when any rank falls short.
     """
     available = int(device.free_bytes() * memory_fraction / comm.ranks_per_device)
@@ -82,5 +83,6 @@ def plan_memory(comm, device, needs: RankNeeds, out_of_place, memory_fraction: f
                 else "use more GPUs, fewer qubits or a smaller workspace")
         raise SimulationError(
             f"each rank needs {needed / GIB:.2f} GiB ({needs.describe(spare)}), but {details}; {hint}")
-    return {"spare_buffer": spare, "planned_bytes": needed, "available_bytes": available,
+    # the smallest room over the ranks: the same figure on every rank (each measured its own)
+    return {"spare_buffer": spare, "planned_bytes": needed, "available_bytes": min(room for _, room in notes),
             "ranks": [{"device": name, "available_bytes": room} for name, room in notes]}
