@@ -1,12 +1,12 @@
 """Command line: `qsim run`, `qsim compare`, `qsim backends`."""
 import argparse
-import json
 import sys
 
 import gemm_backend
 from circuits import CircuitError, brickwork, monitored_brickwork
 
 from .errors import SimulationError
+from .output import STDOUT, check_output_path, write_json
 from .result import splits_summary
 from .simulator import Simulator
 
@@ -19,6 +19,7 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        _check_outputs(args)
         return args.handler(args)
     except EXPECTED_ERRORS as exc:
         print(f"qsim: error: {exc}", file=sys.stderr)
@@ -29,6 +30,16 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("qsim: interrupted", file=sys.stderr)
         return 130
+
+
+def _check_outputs(args) -> None:
+    """Every output file can be written: checked before the run, which may take hours."""
+    if args.json is not None and args.json != STDOUT:
+        check_output_path(args.json, "--json")
+    if getattr(args, "plot", None) is not None:
+        from .compare import check_plot_path
+
+        check_plot_path(args.plot)
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -226,7 +237,7 @@ def _compare(args) -> int:
                               progress=False if args.no_progress else None)
     report["source"] = source
     print(format_table(report))
-    if args.plot:
+    if args.plot is not None:
         plot_accuracy_vs_time(report, args.plot)
         print(f"plot written to {args.plot}")
     _write_json(args.json, report)
@@ -319,22 +330,8 @@ def _trajectory_lines(summary: dict) -> list:
 
 
 def _write_json(path, payload) -> None:
-    if not path:
-        return
-    text = json.dumps(payload, indent=2, default=_json_default)
-    if path == "-":
-        print(text)
-        return
-    with open(path, "w") as handle:
-        handle.write(text + "\n")
-
-
-def _json_default(value):
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, complex):
-        return {"re": value.real, "im": value.imag}
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+    if path is not None:
+        write_json(path, payload)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,60 @@ def test_json_to_stdout_parses():
     assert json.loads(payload)["qubits"] == 6
 
 
+# A run that takes minutes on the CPU: an output check that came after it would time out.
+LONG_RUN = ["--qubits", "24", "--gate-size", "5", "--depth", "400", "--device", "cpu"]
+
+
+@pytest.mark.parametrize("command, output", [
+    (["run", *LONG_RUN], ["--json", "{d}/missing/r.json"]),
+    (["run", *LONG_RUN, "--gpus", "2"], ["--json", "{d}/missing/r.json"]),
+    (["run", *LONG_RUN], ["--json", "{d}"]),
+    (["compare", *LONG_RUN, "--backends", "cublas,int8-auto"], ["--json", "{d}/missing/c.json"]),
+    (["compare", *LONG_RUN, "--backends", "cublas"], ["--plot", "{d}/missing/c.png"]),
+    (["compare", *LONG_RUN, "--backends", "cublas"], ["--plot", "{d}/c.pnx"]),
+    (["backends"], ["--json", "{d}/missing/b.json"]),
+])
+def test_unwritable_output_ends_the_command_before_the_work(tmp_path, command, output):
+    option, path = output[0], output[1].format(d=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "qsim.cli", *command, option, path], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"qsim: error: {option} {path!r}") and len(proc.stderr.splitlines()) == 1
+    assert proc.stdout == ""  # nothing ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_output_is_checked_before_the_circuit_is_even_built(tmp_path, monkeypatch, capsys):
+    from qsim import cli
+
+    def must_not_run(args):
+        raise AssertionError("the work started before the output path was checked")
+
+    monkeypatch.setattr(cli, "_build_circuit", must_not_run)
+    assert cli.main(["run", "--qubits", "4", "--device", "cpu", "--json", str(tmp_path / "no" / "r.json")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+
+
+def test_json_file_replaces_an_old_one_whole(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("stale, not JSON")
+    proc = qsim("run", "--qubits", "5", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(path.read_text())["qubits"] == 5
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_compare_writes_plot_and_json(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot, out = tmp_path / "acc.svg", tmp_path / "cmp.json"
+    proc = qsim("compare", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu",
+                "--backends", "cublas,cgemm", "--plot", str(plot), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert plot.read_text().lstrip().startswith("<?xml") and "</svg>" in plot.read_text()
+    assert {row["backend"] for row in json.loads(out.read_text())["rows"]} == {"cublas", "cgemm"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acc.svg", "cmp.json"]
+
+
 def test_backends_lists_cublas():
     proc = qsim("backends", "--json", "-")
     assert proc.returncode == 0
