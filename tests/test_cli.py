@@ -200,6 +200,32 @@ def test_qasm_run_with_fusion_and_shots(tmp_path, fuse, gates):
     assert json.loads(out.read_text())["counts"] == report["counts"] and again.returncode == 0
 
 
+def test_qasm3_file_runs_and_matches_qiskit(tmp_path):
+    from qiskit.quantum_info import Statevector
+
+    from tests.test_qiskit_import import QASM3_PROGRAM, by_hand_like_qasm3_program
+
+    qasm = tmp_path / "program.qasm"
+    qasm.write_text(QASM3_PROGRAM)
+    out = tmp_path / "program.json"
+    proc = qsim("run", "--qasm", str(qasm), "--shots", "500", "--seed", "2", "--device", "cpu", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    expected = Statevector(by_hand_like_qasm3_program()).data[0]
+    assert complex(report["amplitude_0"]["re"], report["amplitude_0"]["im"]) == pytest.approx(expected, abs=1e-12)
+    assert report["circuit"]["gates_imported"] == 20 and sum(report["counts"].values()) == 500
+    assert all(len(bits) == 5 for bits in report["counts"])
+
+
+def test_qasm3_syntax_error_is_one_line(tmp_path):
+    qasm = tmp_path / "bad.qasm"
+    qasm.write_text('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[0]\ncx q[0], q[1];\n')
+    proc = qsim("run", "--qasm", str(qasm), "--device", "cpu")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == "qsim: error: OpenQASM 3 syntax error at line 5, column 1 (near 'cx'); check for a missing " \
+                          "';' or bracket\n"
+
+
 def test_missing_qasm_file_is_a_clear_error(tmp_path):
     proc = qsim("run", "--qasm", str(tmp_path / "nope.qasm"), "--device", "cpu")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nope.qasm" in proc.stderr
