@@ -1,5 +1,6 @@
 """Command line: `qsim run`, `qsim compare`, `qsim backends`."""
 import argparse
+import math
 import sys
 
 import gemm_backend
@@ -126,9 +127,16 @@ _positive_int = _int_at_least(1)
 
 # -- commands -------------------------------------------------------------------------------
 def _backend_options(args) -> dict:
-    workspace = None if args.workspace_gib is None else int(args.workspace_gib * (1 << 30))
+    workspace = None if args.workspace_gib is None else _workspace_bytes(args.workspace_gib)
     return {"rho": args.rho, "target_error": args.target_error, "block": args.block, "accumulate": args.accumulate,
             "workspace_bytes": workspace}
+
+
+def _workspace_bytes(gib: float) -> int:
+    """--workspace-gib in bytes; at least one byte, finite."""
+    if not (math.isfinite(gib) and gib * (1 << 30) >= 1):
+        raise SimulationError(f"--workspace-gib must be a finite positive number of GiB, got {gib}")
+    return int(gib * (1 << 30))
 
 
 def _build_circuit(args):
@@ -162,6 +170,7 @@ def _build_circuit(args):
 
 
 def _run(args) -> int:
+    _check_run_combination(args)
     circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
     if args.gpus > 1:
@@ -196,6 +205,18 @@ def _run(args) -> int:
     return 0
 
 
+def _check_run_combination(args) -> None:
+    """Options that would be ignored in this combination are refused rather than dropped."""
+    if args.timeout is not None and args.gpus == 1:
+        raise SimulationError("--timeout applies to runs over several GPUs; give --gpus P (P >= 2) or leave it out")
+    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise SimulationError(f"--timeout must be a positive, finite number of seconds (leave it out for no limit), "
+                              f"got {args.timeout}")
+    if args.gpus > 1 and args.trajectories is not None:
+        raise SimulationError("--trajectories is not supported with --gpus: the distributed engine runs circuits "
+                              "without mid-circuit measurement")
+
+
 def _trajectory_count(args, circuit):
     """How many trajectories `run` does: None for one plain run of a circuit without
     mid-circuit operations (unless --trajectories asks for more); a dynamic circuit runs
@@ -213,8 +234,6 @@ def _trajectory_count(args, circuit):
 def _run_distributed(args, circuit, source, progress) -> int:
     from .distributed.job import RunRequest, run_distributed
 
-    if args.timeout is not None and not args.timeout > 0:
-        raise SimulationError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
     request = RunRequest(circuit, source, args.backend, args.device, options, args.reference, args.shots, args.seed,
                          progress)

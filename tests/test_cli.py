@@ -131,6 +131,50 @@ def test_out_of_range_counts_and_seeds_are_rejected_by_the_parser(option, value,
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
+SMALL_RUN = ["run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--no-progress"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--qubits", "0"], "--qubits must be >= 1, got 0"),
+    (["--gate-size", "-1"], "--gate-size must be >= 1, got -1"),
+    (["--depth", "0"], "--depth must be >= 1, got 0"),
+    (["--shots", "0"], "argument --shots: must be >= 1, got 0"),
+    (["--shots", "2.5"], "argument --shots: invalid int value: '2.5'"),
+    (["--backend", "int8-auto", "--rho", "nan"], "rho must be a finite number of bits >= 0, got nan"),
+    (["--backend", "int8-auto", "--rho", "-1"], "rho must be a finite number of bits >= 0"),
+    (["--backend", "int8-auto", "--target-error", "inf"], "target_error must be a number in (0, 1)"),
+    (["--backend", "int8-auto", "--target-error", "0"], "target_error must be a number in (0, 1)"),
+    (["--backend", "fp16x2", "--block", "-1"], "must be an integer >= 0, got -1"),
+    (["--workspace-gib", "nan"], "--workspace-gib must be a finite positive number of GiB, got nan"),
+    (["--workspace-gib", "inf"], "--workspace-gib must be a finite positive number of GiB, got inf"),
+    (["--workspace-gib", "0"], "--workspace-gib must be a finite positive number of GiB, got 0.0"),
+    (["--workspace-gib", "1e-12"], "--workspace-gib must be a finite positive number of GiB, got 1e-12"),
+    (["--fuse", "-1"], "--fuse must be >= 0, got -1"),
+    (["--measure-rate", "nan"], "--measure-rate must be between 0 and 1, got nan"),
+    (["--measure-rate", "-0.5"], "--measure-rate must be between 0 and 1"),
+    (["--trajectories", "-2"], "argument --trajectories: must be >= 1, got -2"),
+    (["--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
+    (["--gpus", "3"], "must be a power of two"),
+    (["--gpus", "2", "--timeout", "nan"], "--timeout must be a positive, finite number of seconds"),
+    (["--gpus", "2", "--timeout", "inf"], "--timeout must be a positive, finite number of seconds"),
+    (["--gpus", "2", "--timeout", "-5"], "--timeout must be a positive, finite number of seconds"),
+    (["--timeout", "60"], "--timeout applies to runs over several GPUs"),
+    (["--gpus", "2", "--trajectories", "3"], "--trajectories is not supported with --gpus"),
+    (["--json", ""], "--json needs a file name, got ''"),
+])
+def test_bad_option_values_end_with_exit_code_2_and_one_line(extra, message, capsys):
+    from qsim import cli
+
+    try:
+        code = cli.main(SMALL_RUN + extra)
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""  # refused before anything ran
+    assert captured.err.strip().splitlines()[-1].startswith(("qsim: error:", "qsim run: error:"))
+
+
 def test_unknown_device_is_rejected_by_the_parser():
     proc = qsim("run", "--qubits", "4", "--device", "tpu")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
