@@ -551,7 +551,7 @@ def test_qasm3_gate_parameters_bind_in_declared_order():
     program = ('OPENQASM 3.0;\ninclude "stdgates.inc";\n'
                'gate g(zeta, alpha, mid) a, b { rx(zeta) a; ry(alpha) b; cp(mid - alpha) a, b; rz(2 * zeta) b; }\n'
                'gate outer(y, x) a, b { g(x, y, x + y) b, a; }\nqubit[2] q;\nh q;\ng(0.1, 0.2, 0.3) q[0], q[1];\n'
-               'outer(0.5, -0.7) q[0], q[1];\ngate skip(unused, angle) a { rz(angle) a; }\nskip(9, 0.4) q[1];\n')
+               'outer(0.5, -0.7) q[0], q[1];\ngate skip(unused, turn) a { rz(turn) a; }\nskip(9, 0.4) q[1];\n')
     qc = QuantumCircuit(2)
     qc.h([0, 1])
 
