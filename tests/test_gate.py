@@ -31,13 +31,15 @@ def test_bad_gates_raise_clear_errors(targets, matrix, message):
 
 
 @pytest.mark.parametrize("target, shown", [
-    (0.5, r"0.5 \(float\)"), (1.0, r"1.0 \(float\)"), (np.float64(0.0), r"\(float64\)"), (np.float32(1), r"\(float32\)"),
+    (0.5, r"0.5 \(float\)"), (1.0, r"1.0 \(float\)"), (np.float64(0.0), r"\(float64\)"),
+    (np.float32(1), r"\(float32\)"),
     ("0", r"'0' \(str\)"), (True, r"True \(bool\)"), (False, r"False \(bool\)"), (np.bool_(True), r"\(bool"),
     (None, r"None \(NoneType\)"),
 ])
 def test_non_integer_and_boolean_qubit_indices_are_refused(target, shown):
     # int() would truncate them (0.5 -> qubit 0, True -> qubit 1): a wrong gate instead of an error
-    with pytest.raises(CircuitError, match=f"gate 'unitary' target qubits: every index must be an integer, got .*{shown}"):
+    message = f"gate 'unitary' target qubits: every index must be an integer, got .*{shown}"
+    with pytest.raises(CircuitError, match=message):
         Gate((1, target), np.eye(4))
 
 

@@ -46,7 +46,7 @@ def test_numpy_integer_small_gate_size_is_taken():
 
 @pytest.mark.parametrize("name", [3, None, ("cublas",)])
 def test_backend_name_must_be_a_string(name):
-    with pytest.raises(BackendError, match=f"a backend name must be a string such as 'cublas'.*got {re.escape(repr(name))}"):
+    with pytest.raises(BackendError, match=f"a backend name must be a string .*got {re.escape(repr(name))}"):
         gemm_backend.get(name)
 
 
