@@ -53,6 +53,8 @@ LONG_RUN = ["--qubits", "24", "--gate-size", "5", "--depth", "400", "--device", 
 ])
 def test_unwritable_output_ends_the_command_before_the_work(tmp_path, command, output):
     option, path = output[0], output[1].format(d=tmp_path)
+    if path.endswith(".pnx"):
+        pytest.importorskip("matplotlib")  # without it, the missing matplotlib is what is refused first
     proc = subprocess.run([sys.executable, "-m", "qsim.cli", *command, option, path], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -70,6 +72,21 @@ def test_output_is_checked_before_the_circuit_is_even_built(tmp_path, monkeypatc
     monkeypatch.setattr(cli, "_build_circuit", must_not_run)
     assert cli.main(["run", "--qubits", "4", "--device", "cpu", "--json", str(tmp_path / "no" / "r.json")]) == 2
     assert "does not exist; create it first" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_is_refused_before_the_work(tmp_path, monkeypatch, capsys):
+    from qsim import cli
+
+    def must_not_run(args):
+        raise AssertionError("the work started before matplotlib was looked for")
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    monkeypatch.setattr(cli, "_build_circuit", must_not_run)
+    argv = ["compare", "--qubits", "4", "--backends", "cublas", "--device", "cpu", "--plot", str(tmp_path / "p.png")]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == ("qsim: error: plotting needs matplotlib: pip install matplotlib "
+                                       "(or the project's 'plot' extra)\n")
 
 
 def test_json_file_replaces_an_old_one_whole(tmp_path):
