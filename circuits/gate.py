@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CircuitError
+from .indices import distinct_indices, integer
 from .operations import Condition, Measure, Reset, checked_condition
 
 UNITARITY_TOLERANCE = 1e-10
@@ -26,16 +27,9 @@ class Gate:
     condition: Condition = None
 
     def __post_init__(self):
-        try:
-            targets = tuple(int(t) for t in self.targets)
-        except (TypeError, ValueError):
-            raise CircuitError(f"gate {self.name!r}: targets must be integers, got {self.targets!r}") from None
-        if not targets:
-            raise CircuitError(f"gate {self.name!r}: needs at least one target qubit")
-        if len(set(targets)) != len(targets):
-            raise CircuitError(f"gate {self.name!r}: duplicate target qubits in {targets}")
-        if min(targets) < 0:
-            raise CircuitError(f"gate {self.name!r}: negative qubit index in {targets}")
+        if not isinstance(self.name, str):
+            raise CircuitError(f"a gate's name must be a string, got {self.name!r}")
+        targets = distinct_indices(self.targets, f"gate {self.name!r} target qubits")
         matrix = np.array(self.matrix, dtype=np.complex128)
         dim = 1 << len(targets)
         if matrix.shape != (dim, dim):
@@ -79,13 +73,18 @@ class Circuit:
     clbit_registers: tuple = field(default=())
 
     def __post_init__(self):
-        if int(self.n_qubits) < 1:
-            raise CircuitError(f"a circuit needs at least 1 qubit, got {self.n_qubits}")
-        object.__setattr__(self, "n_qubits", int(self.n_qubits))
-        object.__setattr__(self, "gates", tuple(self.gates))
-        object.__setattr__(self, "measured", tuple(int(q) for q in self.measured))
-        object.__setattr__(self, "n_clbits", int(self.n_clbits))
-        object.__setattr__(self, "clbit_registers", tuple((str(n), int(s)) for n, s in self.clbit_registers))
+        n_qubits = integer(self.n_qubits, "a circuit's n_qubits")
+        if n_qubits < 1:
+            raise CircuitError(f"a circuit needs at least 1 qubit, got {n_qubits}")
+        n_clbits = integer(self.n_clbits, "a circuit's n_clbits")
+        if n_clbits < 0:
+            raise CircuitError(f"a circuit's n_clbits must be >= 0, got {n_clbits}")
+        object.__setattr__(self, "n_qubits", n_qubits)
+        object.__setattr__(self, "gates", _sequence(self.gates, "a circuit's gates"))
+        measured = _sequence(self.measured, "a circuit's measured qubits")
+        object.__setattr__(self, "measured", tuple(integer(q, "a measured qubit") for q in measured))
+        object.__setattr__(self, "n_clbits", n_clbits)
+        object.__setattr__(self, "clbit_registers", _registers(self.clbit_registers))
         for position, operation in enumerate(self.gates):
             self._check_operation(position, operation)
         for q in self.measured:
@@ -127,3 +126,23 @@ class Circuit:
 
     def max_gate_size(self) -> int:
         return max((g.n_targets for g in self.dense_gates()), default=0)
+
+
+def _sequence(values, what: str) -> tuple:
+    try:
+        return tuple(values)
+    except TypeError:
+        raise CircuitError(f"{what} must be a sequence, got {values!r}") from None
+
+
+def _registers(registers) -> tuple:
+    """((name, size), ...) with string names and integer sizes >= 0 (Qiskit allows empty registers)."""
+    checked = []
+    for register in _sequence(registers, "clbit_registers"):
+        if not (isinstance(register, (tuple, list)) and len(register) == 2 and isinstance(register[0], str)):
+            raise CircuitError(f"clbit_registers holds (name, size) pairs with a string name, got {register!r}")
+        size = integer(register[1], f"the size of classical register {register[0]!r}")
+        if size < 0:
+            raise CircuitError(f"classical register {register[0]!r} has a negative size {size}")
+        checked.append((register[0], size))
+    return tuple(checked)

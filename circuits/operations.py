@@ -6,22 +6,10 @@ writes them: classical bit 0 rightmost, registers separated by spaces, the last 
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import CircuitError
-
-
-def _indices(values, what: str) -> tuple:
-    """values as a tuple of distinct non-negative ints; CircuitError naming `what` otherwise."""
-    try:
-        indices = tuple(int(v) for v in values)
-    except (TypeError, ValueError):
-        raise CircuitError(f"{what} must be integer indices, got {values!r}") from None
-    if not indices:
-        raise CircuitError(f"{what}: give at least one index")
-    if min(indices) < 0:
-        raise CircuitError(f"{what}: negative index in {indices}")
-    if len(set(indices)) != len(indices):
-        raise CircuitError(f"{what}: repeated index in {indices}")
-    return indices
+from .indices import distinct_indices, integer
 
 
 def register_value(bits: int, clbits) -> int:
@@ -38,12 +26,14 @@ class ClbitTest:
     equal: bool = True
 
     def __post_init__(self):
-        clbits = _indices(self.clbits, "a condition's classical bits")
-        value = int(self.value)
+        clbits = distinct_indices(self.clbits, "a condition's classical bits")
+        value = integer(self.value, "a condition's value")
         if not 0 <= value < (1 << len(clbits)):
             raise CircuitError(f"condition value {value} does not fit in {len(clbits)} classical bit(s)")
         object.__setattr__(self, "clbits", clbits)
         object.__setattr__(self, "value", value)
+        if not isinstance(self.equal, (bool, np.bool_)):
+            raise CircuitError(f"a condition's 'equal' must be True or False, got {self.equal!r}")
         object.__setattr__(self, "equal", bool(self.equal))
 
     def holds(self, bits: int) -> bool:
@@ -101,8 +91,8 @@ class Measure:
     name: str = "measure"
 
     def __post_init__(self):
-        qubits = _indices(self.qubits, "measured qubits")
-        clbits = _indices(self.clbits, "classical bits of a measurement")
+        qubits = distinct_indices(self.qubits, "measured qubits")
+        clbits = distinct_indices(self.clbits, "classical bits of a measurement")
         if len(qubits) != len(clbits):
             raise CircuitError(f"a measurement of {len(qubits)} qubit(s) needs as many classical bits, got {clbits}")
         object.__setattr__(self, "qubits", qubits)
@@ -119,7 +109,7 @@ class Reset:
     name: str = "reset"
 
     def __post_init__(self):
-        object.__setattr__(self, "qubits", _indices(self.qubits, "reset qubits"))
+        object.__setattr__(self, "qubits", distinct_indices(self.qubits, "reset qubits"))
         checked_condition(self.condition, "reset")
 
 

@@ -21,16 +21,16 @@ that the condition reads.
 
 qiskit is imported inside the functions, so this module loads where qiskit is not installed.
 """
-import importlib.util
 import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import CircuitError
+from .errors import CircuitError, one_line
 from .gate import Circuit, Gate
 from .operations import ClbitTest, Condition, Measure, Reset
+from .qasm3_import import load_qasm3
 
 #: Composite instructions wider than this are expanded into their definitions rather than taken
 #: as one dense 2^d x 2^d matrix (a QFT on 28 qubits must become its gates). A UnitaryGate is
@@ -76,15 +76,17 @@ def from_qasm(path_or_text) -> Circuit:
 
     The version comes from the `OPENQASM x.y;` header. OpenQASM 2 is read by qiskit.qasm2 with
     the legacy custom instructions (so gates Qiskit used to export map back to its own gates;
-    includes resolve next to the file); OpenQASM 3 by qiskit.qasm3, which needs the optional
-    package qiskit_qasm3_import. Measurement, reset and `if` are read as from_qiskit reads them.
+    includes resolve next to the file); OpenQASM 3 by the dependency qiskit-qasm3-import
+    (circuits.qasm3_import: `qubit[n]` registers, gate definitions, parameters, modifiers,
+    gphase; only the standard include "stdgates.inc"). Measurement, reset and `if` are read as
+    from_qiskit reads them. Errors, syntax errors included, are one-line CircuitErrors.
     """
     text, include_dir = _qasm_source(path_or_text)
     version = _qasm_version(text)
     if version == 2:
         return from_qiskit(_load_qasm2(text, include_dir))
     if version == 3:
-        return from_qiskit(_load_qasm3(text))
+        return from_qiskit(load_qasm3(text))
     raise CircuitError(f"OPENQASM version {version} is not supported; use OpenQASM 2 or 3")
 
 
@@ -397,20 +399,4 @@ def _load_qasm2(text: str, include_dir):
     try:
         return qasm2.loads(text, include_path=include_path, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)
     except qasm2.QASM2ParseError as exc:
-        raise CircuitError(f"OpenQASM 2 parse error: {_one_line(exc)}") from None
-
-
-def _load_qasm3(text: str):
-    if importlib.util.find_spec("qiskit_qasm3_import") is None:
-        raise CircuitError("reading OpenQASM 3 needs the package qiskit_qasm3_import "
-                           "(pip install qiskit-qasm3-import), or convert the program to OpenQASM 2")
-    from qiskit import qasm3
-
-    try:
-        return qasm3.loads(text)
-    except qasm3.QASM3ImporterError as exc:
-        raise CircuitError(f"OpenQASM 3 import error: {_one_line(exc)}") from None
-
-
-def _one_line(exc) -> str:
-    return " ".join(str(exc).split())
+        raise CircuitError(f"OpenQASM 2 parse error: {one_line(exc)}") from None

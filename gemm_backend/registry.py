@@ -50,6 +50,8 @@ _PATTERNS = [
 
 
 def _entry(name: str) -> BackendEntry:
+    if not isinstance(name, str):
+        raise BackendError(f"a backend name must be a string such as 'cublas' or 'int8-auto', got {name!r}")
     name = _ALIASES.get(name, name)
     for entry in _ENTRIES:
         if entry.name == name:

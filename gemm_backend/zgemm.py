@@ -1,4 +1,6 @@
 """Native complex128 GEMM: cuBLAS ZGEMM through cupy on the GPU, numpy (BLAS) on the CPU."""
+import numbers
+
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
@@ -21,10 +23,12 @@ class ZgemmBackend(GemmBackend):
     def __init__(self, small_gate_max_qubits: int = 5, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
         super().__init__(workspace_bytes)
         max_kernel_qubits = SUPPORTED_DIMS[-1].bit_length() - 1
-        if not 0 <= small_gate_max_qubits <= max_kernel_qubits:
+        if (isinstance(small_gate_max_qubits, bool) or not isinstance(small_gate_max_qubits, numbers.Integral)
+                or not 0 <= small_gate_max_qubits <= max_kernel_qubits):
             raise BackendError(
-                f"small_gate_max_qubits must be in 0..{max_kernel_qubits}, got {small_gate_max_qubits}"
+                f"small_gate_max_qubits must be an integer in 0..{max_kernel_qubits}, got {small_gate_max_qubits!r}"
             )
+        small_gate_max_qubits = int(small_gate_max_qubits)
         self.small_gate_max_dim = 1 << small_gate_max_qubits if small_gate_max_qubits else 0
         self.options = {"small_gate_max_qubits": small_gate_max_qubits, "workspace_bytes": self.workspace_bytes}
 

@@ -1,12 +1,13 @@
 """Command line: `qsim run`, `qsim compare`, `qsim backends`."""
 import argparse
-import json
+import math
 import sys
 
 import gemm_backend
 from circuits import CircuitError, brickwork, monitored_brickwork
 
 from .errors import SimulationError
+from .output import STDOUT, check_output_path, write_json
 from .result import splits_summary
 from .simulator import Simulator
 
@@ -19,6 +20,7 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        _check_outputs(args)
         return args.handler(args)
     except EXPECTED_ERRORS as exc:
         print(f"qsim: error: {exc}", file=sys.stderr)
@@ -29,6 +31,16 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("qsim: interrupted", file=sys.stderr)
         return 130
+
+
+def _check_outputs(args) -> None:
+    """Every output file can be written: checked before the run, which may take hours."""
+    if args.json is not None and args.json != STDOUT:
+        check_output_path(args.json, "--json")
+    if getattr(args, "plot", None) is not None:
+        from .compare import check_plot_path
+
+        check_plot_path(args.plot)
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -115,9 +127,16 @@ _positive_int = _int_at_least(1)
 
 # -- commands -------------------------------------------------------------------------------
 def _backend_options(args) -> dict:
-    workspace = None if args.workspace_gib is None else int(args.workspace_gib * (1 << 30))
+    workspace = None if args.workspace_gib is None else _workspace_bytes(args.workspace_gib)
     return {"rho": args.rho, "target_error": args.target_error, "block": args.block, "accumulate": args.accumulate,
             "workspace_bytes": workspace}
+
+
+def _workspace_bytes(gib: float) -> int:
+    """--workspace-gib in bytes; at least one byte, finite."""
+    if not (math.isfinite(gib) and gib * (1 << 30) >= 1):
+        raise SimulationError(f"--workspace-gib must be a finite positive number of GiB, got {gib}")
+    return int(gib * (1 << 30))
 
 
 def _build_circuit(args):
@@ -151,6 +170,7 @@ def _build_circuit(args):
 
 
 def _run(args) -> int:
+    _check_run_combination(args)
     circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
     if args.gpus > 1:
@@ -185,6 +205,18 @@ def _run(args) -> int:
     return 0
 
 
+def _check_run_combination(args) -> None:
+    """Options that would be ignored in this combination are refused rather than dropped."""
+    if args.timeout is not None and args.gpus == 1:
+        raise SimulationError("--timeout applies to runs over several GPUs; give --gpus P (P >= 2) or leave it out")
+    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise SimulationError(f"--timeout must be a positive, finite number of seconds (leave it out for no limit), "
+                              f"got {args.timeout}")
+    if args.gpus > 1 and args.trajectories is not None:
+        raise SimulationError("--trajectories is not supported with --gpus: the distributed engine runs circuits "
+                              "without mid-circuit measurement")
+
+
 def _trajectory_count(args, circuit):
     """How many trajectories `run` does: None for one plain run of a circuit without
     mid-circuit operations (unless --trajectories asks for more); a dynamic circuit runs
@@ -202,8 +234,6 @@ def _trajectory_count(args, circuit):
 def _run_distributed(args, circuit, source, progress) -> int:
     from .distributed.job import RunRequest, run_distributed
 
-    if args.timeout is not None and not args.timeout > 0:
-        raise SimulationError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
     request = RunRequest(circuit, source, args.backend, args.device, options, args.reference, args.shots, args.seed,
                          progress)
@@ -226,7 +256,7 @@ def _compare(args) -> int:
                               progress=False if args.no_progress else None)
     report["source"] = source
     print(format_table(report))
-    if args.plot:
+    if args.plot is not None:
         plot_accuracy_vs_time(report, args.plot)
         print(f"plot written to {args.plot}")
     _write_json(args.json, report)
@@ -319,22 +349,8 @@ def _trajectory_lines(summary: dict) -> list:
 
 
 def _write_json(path, payload) -> None:
-    if not path:
-        return
-    text = json.dumps(payload, indent=2, default=_json_default)
-    if path == "-":
-        print(text)
-        return
-    with open(path, "w") as handle:
-        handle.write(text + "\n")
-
-
-def _json_default(value):
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, complex):
-        return {"re": value.real, "im": value.imag}
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+    if path is not None:
+        write_json(path, payload)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 """
 import gc
 import math
+import os
 import time
 
 from circuits import Circuit, CircuitError
@@ -14,6 +15,7 @@ from gemm_backend.arrays import to_host
 from .accuracy import accuracy_report
 from .device import host_available_bytes, resolve_device
 from .errors import SimulationError
+from .output import atomic_output, check_output_path
 from .reference import REFERENCE_BYTES_PER_AMPLITUDE, reference_state
 from .result import splits_summary
 from .simulator import Simulator
@@ -180,18 +182,27 @@ def _threshold_fraction(report: dict) -> str:
     return ", ".join(f"{f:g}" for f in sorted(fractions)) or "-"
 
 
+def check_plot_path(path) -> None:
+    """Raise SimulationError unless plot_accuracy_vs_time can write `path`: matplotlib is
+    installed, it knows the file type named by the extension, and the file can be created.
+    Cheap: called before the backends run."""
+    check_output_path(path, "--plot")
+    figure_class = _matplotlib_figure()
+    formats = figure_class().canvas.get_supported_filetypes()
+    extension = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    if extension not in formats:
+        raise SimulationError(f"--plot {os.fspath(path)!r}: the file name must end in a type matplotlib writes "
+                              f"({', '.join('.' + f for f in sorted(formats))}), e.g. .png")
+
+
 def plot_accuracy_vs_time(report: dict, path) -> None:
     """Save a log-log figure of accuracy against run time, one point per backend: the
     relative error of Re<0...0|psi> (left) and 1 - fidelity (right). Exact results (error 0)
-    are drawn at ZERO_ERROR_FLOOR. Needs matplotlib (imported here, not at module load)."""
-    try:
-        from matplotlib.figure import Figure
-        from matplotlib.ticker import NullFormatter
-    except ImportError:
-        raise SimulationError(
-            "plotting needs matplotlib: pip install matplotlib (or the project's 'plot' extra)"
-        ) from None
-    figure = Figure(figsize=(11, 4.5))
+    are drawn at ZERO_ERROR_FLOOR; the file (type from its extension, see check_plot_path) is
+    written atomically. Needs matplotlib (imported here, not at module load)."""
+    figure = _matplotlib_figure()(figsize=(11, 4.5))
+    from matplotlib.ticker import NullFormatter
+
     panels = figure.subplots(1, 2)
     times = [row["time_s"] for row in report["rows"]]
     for axis, key, label in ((panels[0], "rel_error_re_amp0", "relative error of Re<0...0|psi>"),
@@ -218,7 +229,19 @@ def plot_accuracy_vs_time(report: dict, path) -> None:
     circuit = report["circuit"]
     figure.suptitle(f"{circuit['qubits']} qubits, {circuit['gates']} gates, {report['device']}")
     figure.tight_layout()
-    figure.savefig(path)
+    file_type = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    with atomic_output(path, binary=True) as handle:
+        figure.savefig(handle, format=file_type or None)
+
+
+def _matplotlib_figure():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise SimulationError(
+            "plotting needs matplotlib: pip install matplotlib (or the project's 'plot' extra)"
+        ) from None
+    return Figure
 
 
 def _decade_limits(values) -> tuple:

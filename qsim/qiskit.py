@@ -67,6 +67,7 @@ class QsimBackend(BackendV2):
         if unknown:
             raise SimulationError(f"QsimBackend has no option {', '.join(unknown)}; "
                                   f"it takes {', '.join(sorted(self._default_options().__dict__))}")
+        _check_settings({**self.options.__dict__, **fields})
         super().set_options(**fields)
 
     @property
@@ -103,15 +104,23 @@ class QsimBackend(BackendV2):
             raise SimulationError(f"QsimBackend.run takes no option {', '.join(unknown)}; "
                                   f"it takes {', '.join(sorted(defaults))}")
         settings = {**defaults, **options}
-        _check_int(settings["shots"], "shots", 1)
-        _check_int(settings["fusion_max_qubits"], "fusion_max_qubits", 0)
-        if settings["seed_simulator"] is not None:
-            _check_int(settings["seed_simulator"], "seed_simulator", 0)
-            if settings["seed_simulator"] >= _SEED_LIMIT:
-                raise SimulationError(f"seed_simulator must be below 2^62, got {settings['seed_simulator']}")
-        if settings["backend_options"] is not None and not isinstance(settings["backend_options"], dict):
-            raise SimulationError(f"backend_options must be a dict, got {type(settings['backend_options']).__name__}")
+        _check_settings(settings)
         return settings
+
+
+def _check_settings(settings: dict) -> None:
+    """Refuse run options of the wrong type or range (a SimulationError naming the option)."""
+    _check_int(settings["shots"], "shots", 1)
+    _check_int(settings["fusion_max_qubits"], "fusion_max_qubits", 0)
+    if settings["seed_simulator"] is not None:
+        _check_int(settings["seed_simulator"], "seed_simulator", 0)
+        if settings["seed_simulator"] >= _SEED_LIMIT:
+            raise SimulationError(f"seed_simulator must be below 2^62, got {settings['seed_simulator']}")
+    if settings["backend_options"] is not None and not isinstance(settings["backend_options"], dict):
+        raise SimulationError(f"backend_options must be a dict, got {type(settings['backend_options']).__name__}")
+    for flag in ("memory", "statevector"):
+        if not isinstance(settings[flag], (bool, np.bool_)):
+            raise SimulationError(f"{flag} must be True or False, got {settings[flag]!r}")
 
 
 class QsimJob(JobV1):

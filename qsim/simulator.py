@@ -51,6 +51,10 @@ class Simulator:
 
     def __init__(self, backend: str = "cublas", device: str = "auto", *, progress=None,
                  out_of_place="auto", **backend_options):
+        if progress is not None and not isinstance(progress, bool):
+            raise SimulationError(f"progress must be True, False or None (only on a terminal), got {progress!r}")
+        if not (out_of_place == "auto" or isinstance(out_of_place, bool)):
+            raise SimulationError(f"out_of_place must be 'auto', True or False, got {out_of_place!r}")
         self.options = SimulatorOptions(backend, device, backend_options, progress, out_of_place)
         self.device = resolve_device(device)
         self.backend = gemm_backend.get(backend, **backend_options)

@@ -49,14 +49,16 @@ class Trajectory:
 
     @classmethod
     def start(cls, circuit, device, seed=None):
-        """A Trajectory for a dynamic circuit (seed None: a fresh one), None for any other."""
+        """A Trajectory for a dynamic circuit (seed None: a fresh one), None for any other (whose
+        seed, unused, is still checked: a wrong one is a mistake either way)."""
+        if seed is not None:
+            _check_seed(seed)
         if not circuit.is_dynamic:
             return None
         return cls(circuit, device, fresh_seed() if seed is None else seed)
 
     def __init__(self, circuit, device, seed: int):
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEED_LIMIT:
-            raise SimulationError(f"a trajectory seed must be an integer in [0, 2^63), got {seed!r}")
+        _check_seed(seed)
         self.circuit = circuit
         self.device = device
         self.seed = int(seed)
@@ -143,3 +145,8 @@ def summarize_trajectories(records: list, seed: int) -> dict:
     return {"count": len(records), "seed": seed, "time_s": stats("time_s"), "measure_time_s": stats("measure_time_s"),
             "measurements_mean": float(np.mean([r["measurements"] for r in records])),
             "counts": dict(sorted(counts.items())), "records": records}
+
+
+def _check_seed(seed) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEED_LIMIT:
+        raise SimulationError(f"a trajectory seed must be an integer in [0, 2^63), got {seed!r}")

@@ -13,7 +13,6 @@ after every run, and a short table is printed last. --device cpu runs simulated 
 process instead (a smoke test of the script on small N; its times mean nothing).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ from circuits import brickwork  # noqa: E402
 from qsim.distributed import DistributedSimulator, run_simulated  # noqa: E402
 from qsim.distributed.launcher import launch  # noqa: E402
 from qsim.errors import SimulationError  # noqa: E402
+from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import print_table  # noqa: E402
 
 QUBITS = (31, 32, 33, 34)
@@ -79,6 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default="bench_distributed.json")
     parser.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help="cpu: simulated ranks (smoke test)")
     args = parser.parse_args(argv)
+    check_output_path_or_exit(args.json, "--json", parser.prog)
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     start, rows = time.monotonic(), []
     for backend, n_qubits, gpus in configurations(args):
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
                 print(f"   {exc}", flush=True)
         rows.append(row)
         compare_with_one_gpu(rows)
-        Path(args.json).write_text(json.dumps({"runs": rows, "args": vars(args)}, indent=2) + "\n")
+        write_json(args.json, {"runs": rows, "args": vars(args)})
     print_table(rows, COLUMNS)
     return 0
 

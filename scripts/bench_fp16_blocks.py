@@ -16,7 +16,6 @@ baselines, unblocked fp16x2, the default block, and the fastest fp16x2 whose err
     python scripts/bench_fp16_blocks.py --device cpu          # small sizes
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from gemm_backend.arrays import to_host  # noqa: E402
 from gemm_backend.doubledouble import matmul_dd  # noqa: E402
 from gemm_backend.multiword import DEFAULT_BLOCK, default_block  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
+from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import median_time, print_table  # noqa: E402
 
 DISTRIBUTIONS = ("uniform", "normal")
@@ -142,6 +142,8 @@ def main():
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
+    if args.json:
+        check_output_path_or_exit(args.json, "--json", parser.prog)
     device = resolve_device(args.device)
     square, qubits, gate_sizes = DEFAULTS[device.kind]
     square = square if args.square is None else args.square
@@ -170,8 +172,8 @@ def main():
                           ("best_within_goal", f"fastest_err<={ERROR_GOAL:g}x", "{}"),
                           ("best_error_vs_cgemm", "its_err/c", "{:.2f}"), ("best_speedup", "its_x", "{:.3g}")])
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": device.name(), "default_block": DEFAULT_BLOCK,
-                                               "args": vars(args), "rows": results, "summary": summary}, indent=2))
+        write_json(args.json, {"device": device.name(), "default_block": DEFAULT_BLOCK, "args": vars(args),
+                               "rows": results, "summary": summary})
 
 
 if __name__ == "__main__":

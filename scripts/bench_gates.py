@@ -12,7 +12,6 @@ backend's time (the baseline, measured in the same run), the kernel path, the IN
         --targets 0 2 middle top --error --json out.json
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import gemm_backend  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
 from qsim.apply import apply_plan, apply_plan_pair, plan_gate  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
+from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402
 
 
@@ -97,6 +97,8 @@ def main():
     parser.add_argument("--error", action="store_true", help="also the error of one gate against double-double")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
+    if args.json:
+        check_output_path_or_exit(args.json, "--json", parser.prog)
     device = resolve_device(args.device)
     backends = {}
     for name in args.backends.split(","):
@@ -121,8 +123,8 @@ def main():
             columns.append((f"{label}_error", "error", "{:.1e}"))
     print_table(rows, columns)
     if args.json:
-        Path(args.json).write_text(json.dumps({"bandwidth_Bps": bandwidth, "device": device.name(),
-                                               "backends": list(backends), "rows": rows}, indent=2))
+        write_json(args.json, {"bandwidth_Bps": bandwidth, "device": device.name(), "backends": list(backends),
+                               "rows": rows})
 
 
 def _option(text: str):

@@ -31,6 +31,7 @@ import gemm_backend  # noqa: E402
 from gemm_backend.arrays import to_host  # noqa: E402
 from gemm_backend.doubledouble import matmul_dd  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
+from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import median_time, print_table  # noqa: E402
 
 DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto,int8-crt-14,int8-crt-16"
@@ -70,6 +71,8 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     args = parser.parse_args(argv)
+    if args.json:
+        check_output_path_or_exit(args.json, "--json", parser.prog)
     if args.repeats < 1 or args.warmup < 0 or args.error_rows < 1 or args.error_cols < 0:
         parser.error("--repeats and --error-rows must be >= 1, --warmup and --error-cols >= 0")
     if any(d < 1 for d in args.gate_sizes):
@@ -218,7 +221,7 @@ def main(argv=None) -> int:
             if device.on_gpu:
                 xp.get_default_memory_pool().free_all_blocks()
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_json(args.json, rows, indent=1)
     print()
     print_table(rows, TABLE_COLUMNS)
     return 0

@@ -13,7 +13,6 @@ reduction (qsim.measurement.outcome_weights) and the projection, each against th
         --device gpu --json out.json
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from circuits import Gate, monitored_brickwork  # noqa: E402
 from qsim import Simulator, measurement  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
+from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from qsim.trajectory import run_trajectories  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402
 
@@ -100,6 +100,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
+    if args.json:
+        check_output_path_or_exit(args.json, "--json", parser.prog)
     measurement.REDUCTION_CHUNK_QUBITS = args.chunk_qubits
     device = resolve_device(args.device)
     bandwidth = copy_bandwidth(device.on_gpu)
@@ -112,7 +114,7 @@ def main():
         payload = {"device": device.name(), "backend": args.backend, "bandwidth_Bps": bandwidth, "floor_s": floor_s,
                    "chunk_qubits": args.chunk_qubits, "trajectories": trajectory_rows, "isolated": isolated_rows,
                    "records": records}
-        Path(args.json).write_text(json.dumps(payload, indent=2))
+        write_json(args.json, payload)
     print_table(trajectory_rows, [
         ("gate_size", "d", "{}"), ("depth", "depth", "{}"), ("rate", "p", "{}"), ("trajectories", "T", "{}"),
         ("gates", "gates", "{}"), ("measured_qubits_mean", "meas_q", "{:.1f}"),

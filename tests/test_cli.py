@@ -38,6 +38,77 @@ def test_json_to_stdout_parses():
     assert json.loads(payload)["qubits"] == 6
 
 
+# A run that takes minutes on the CPU: an output check that came after it would time out.
+LONG_RUN = ["--qubits", "24", "--gate-size", "5", "--depth", "400", "--device", "cpu"]
+
+
+@pytest.mark.parametrize("command, output", [
+    (["run", *LONG_RUN], ["--json", "{d}/missing/r.json"]),
+    (["run", *LONG_RUN, "--gpus", "2"], ["--json", "{d}/missing/r.json"]),
+    (["run", *LONG_RUN], ["--json", "{d}"]),
+    (["compare", *LONG_RUN, "--backends", "cublas,int8-auto"], ["--json", "{d}/missing/c.json"]),
+    (["compare", *LONG_RUN, "--backends", "cublas"], ["--plot", "{d}/missing/c.png"]),
+    (["compare", *LONG_RUN, "--backends", "cublas"], ["--plot", "{d}/c.pnx"]),
+    (["backends"], ["--json", "{d}/missing/b.json"]),
+])
+def test_unwritable_output_ends_the_command_before_the_work(tmp_path, command, output):
+    option, path = output[0], output[1].format(d=tmp_path)
+    if path.endswith(".pnx"):
+        pytest.importorskip("matplotlib")  # without it, the missing matplotlib is what is refused first
+    proc = subprocess.run([sys.executable, "-m", "qsim.cli", *command, option, path], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"qsim: error: {option} {path!r}") and len(proc.stderr.splitlines()) == 1
+    assert proc.stdout == ""  # nothing ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_output_is_checked_before_the_circuit_is_even_built(tmp_path, monkeypatch, capsys):
+    from qsim import cli
+
+    def must_not_run(args):
+        raise AssertionError("the work started before the output path was checked")
+
+    monkeypatch.setattr(cli, "_build_circuit", must_not_run)
+    assert cli.main(["run", "--qubits", "4", "--device", "cpu", "--json", str(tmp_path / "no" / "r.json")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_is_refused_before_the_work(tmp_path, monkeypatch, capsys):
+    from qsim import cli
+
+    def must_not_run(args):
+        raise AssertionError("the work started before matplotlib was looked for")
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    monkeypatch.setattr(cli, "_build_circuit", must_not_run)
+    argv = ["compare", "--qubits", "4", "--backends", "cublas", "--device", "cpu", "--plot", str(tmp_path / "p.png")]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == ("qsim: error: plotting needs matplotlib: pip install matplotlib "
+                                       "(or the project's 'plot' extra)\n")
+
+
+def test_json_file_replaces_an_old_one_whole(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("stale, not JSON")
+    proc = qsim("run", "--qubits", "5", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(path.read_text())["qubits"] == 5
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_compare_writes_plot_and_json(tmp_path):
+    pytest.importorskip("matplotlib")
+    plot, out = tmp_path / "acc.svg", tmp_path / "cmp.json"
+    proc = qsim("compare", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu",
+                "--backends", "cublas,cgemm", "--plot", str(plot), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert plot.read_text().lstrip().startswith("<?xml") and "</svg>" in plot.read_text()
+    assert {row["backend"] for row in json.loads(out.read_text())["rows"]} == {"cublas", "cgemm"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acc.svg", "cmp.json"]
+
+
 def test_backends_lists_cublas():
     proc = qsim("backends", "--json", "-")
     assert proc.returncode == 0
@@ -75,6 +146,50 @@ def test_bad_input_gives_one_line_error(args, message):
 def test_out_of_range_counts_and_seeds_are_rejected_by_the_parser(option, value, message):
     proc = qsim("run", "--qubits", "6", option, value, "--device", "cpu")
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+SMALL_RUN = ["run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--no-progress"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--qubits", "0"], "--qubits must be >= 1, got 0"),
+    (["--gate-size", "-1"], "--gate-size must be >= 1, got -1"),
+    (["--depth", "0"], "--depth must be >= 1, got 0"),
+    (["--shots", "0"], "argument --shots: must be >= 1, got 0"),
+    (["--shots", "2.5"], "argument --shots: invalid int value: '2.5'"),
+    (["--backend", "int8-auto", "--rho", "nan"], "rho must be a finite number of bits >= 0, got nan"),
+    (["--backend", "int8-auto", "--rho", "-1"], "rho must be a finite number of bits >= 0"),
+    (["--backend", "int8-auto", "--target-error", "inf"], "target_error must be a number in (0, 1)"),
+    (["--backend", "int8-auto", "--target-error", "0"], "target_error must be a number in (0, 1)"),
+    (["--backend", "fp16x2", "--block", "-1"], "must be an integer >= 0, got -1"),
+    (["--workspace-gib", "nan"], "--workspace-gib must be a finite positive number of GiB, got nan"),
+    (["--workspace-gib", "inf"], "--workspace-gib must be a finite positive number of GiB, got inf"),
+    (["--workspace-gib", "0"], "--workspace-gib must be a finite positive number of GiB, got 0.0"),
+    (["--workspace-gib", "1e-12"], "--workspace-gib must be a finite positive number of GiB, got 1e-12"),
+    (["--fuse", "-1"], "--fuse must be >= 0, got -1"),
+    (["--measure-rate", "nan"], "--measure-rate must be between 0 and 1, got nan"),
+    (["--measure-rate", "-0.5"], "--measure-rate must be between 0 and 1"),
+    (["--trajectories", "-2"], "argument --trajectories: must be >= 1, got -2"),
+    (["--gpus", "0"], "argument --gpus: must be >= 1, got 0"),
+    (["--gpus", "3"], "must be a power of two"),
+    (["--gpus", "2", "--timeout", "nan"], "--timeout must be a positive, finite number of seconds"),
+    (["--gpus", "2", "--timeout", "inf"], "--timeout must be a positive, finite number of seconds"),
+    (["--gpus", "2", "--timeout", "-5"], "--timeout must be a positive, finite number of seconds"),
+    (["--timeout", "60"], "--timeout applies to runs over several GPUs"),
+    (["--gpus", "2", "--trajectories", "3"], "--trajectories is not supported with --gpus"),
+    (["--json", ""], "--json needs a file name, got ''"),
+])
+def test_bad_option_values_end_with_exit_code_2_and_one_line(extra, message, capsys):
+    from qsim import cli
+
+    try:
+        code = cli.main(SMALL_RUN + extra)
+    except SystemExit as exit_:  # argparse's own errors
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2 and message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""  # refused before anything ran
+    assert captured.err.strip().splitlines()[-1].startswith(("qsim: error:", "qsim run: error:"))
 
 
 def test_unknown_device_is_rejected_by_the_parser():
@@ -144,6 +259,32 @@ def test_qasm_run_with_fusion_and_shots(tmp_path, fuse, gates):
     assert report["amplitude_0"]["re"] == pytest.approx(2**-0.5, abs=1e-15)
     again = qsim(*args + (["--fuse", fuse] if fuse else []))
     assert json.loads(out.read_text())["counts"] == report["counts"] and again.returncode == 0
+
+
+def test_qasm3_file_runs_and_matches_qiskit(tmp_path):
+    from qiskit.quantum_info import Statevector
+
+    from tests.test_qiskit_import import QASM3_PROGRAM, by_hand_like_qasm3_program
+
+    qasm = tmp_path / "program.qasm"
+    qasm.write_text(QASM3_PROGRAM)
+    out = tmp_path / "program.json"
+    proc = qsim("run", "--qasm", str(qasm), "--shots", "500", "--seed", "2", "--device", "cpu", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    expected = Statevector(by_hand_like_qasm3_program()).data[0]
+    assert complex(report["amplitude_0"]["re"], report["amplitude_0"]["im"]) == pytest.approx(expected, abs=1e-12)
+    assert report["circuit"]["gates_imported"] == 20 and sum(report["counts"].values()) == 500
+    assert all(len(bits) == 5 for bits in report["counts"])
+
+
+def test_qasm3_syntax_error_is_one_line(tmp_path):
+    qasm = tmp_path / "bad.qasm"
+    qasm.write_text('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[0]\ncx q[0], q[1];\n')
+    proc = qsim("run", "--qasm", str(qasm), "--device", "cpu")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == "qsim: error: OpenQASM 3 syntax error at line 5, column 1 (near 'cx'); check for a missing " \
+                          "';' or bracket\n"
 
 
 def test_missing_qasm_file_is_a_clear_error(tmp_path):

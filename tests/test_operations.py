@@ -29,7 +29,7 @@ def test_tests_and_conditions_read_register_values():
     (lambda: Condition(()), "one or more ClbitTest"),
     (lambda: Measure((0, 1), (0,)), "needs as many classical bits"),
     (lambda: Measure((0, -1), (0, 1)), "negative index"),
-    (lambda: Measure(("a",), (0,)), "must be integer indices"),
+    (lambda: Measure(("a",), (0,)), "must be an integer, got 'a'"),
     (lambda: Reset((2, 2)), "repeated index"),
     (lambda: Gate((0,), X, condition=(0, 1)), "condition must be a circuits.Condition"),
     (lambda: Circuit(2, [Measure((0,), (3,))], n_clbits=2), "uses classical bit 3, but the circuit has 2"),
@@ -37,6 +37,15 @@ def test_tests_and_conditions_read_register_values():
     (lambda: Circuit(2, [Reset((2,))]), "targets qubit 2"),
     (lambda: Circuit(2, ["measure"]), "not a circuits.Gate, Measure or Reset"),
     (lambda: Circuit(2, [], n_clbits=3, clbit_registers=(("c", 2),)), "do not cover the 3 classical bits"),
+    (lambda: Measure((0.0,), (0,)), r"measured qubits: every index must be an integer, got 0.0 \(float\)"),
+    (lambda: Measure((0,), (np.float64(1),)), "classical bits of a measurement: every index must be an integer"),
+    (lambda: Reset((True,)), r"reset qubits: every index must be an integer, got True \(bool\)"),
+    (lambda: ClbitTest((0,), 1.0), "a condition's value must be an integer, got 1.0"),
+    (lambda: ClbitTest((0,), 1, equal="no"), "'equal' must be True or False, got 'no'"),
+    (lambda: Circuit(2, [], n_clbits=1.0), "n_clbits must be an integer, got 1.0"),
+    (lambda: Circuit(2, [], n_clbits=-1), "n_clbits must be >= 0, got -1"),
+    (lambda: Circuit(2, [], n_clbits=1, clbit_registers=(("c", 1.0),)), "size of classical register 'c' must be an"),
+    (lambda: Circuit(2, [], n_clbits=1, clbit_registers=((1, 1),)), "with a string name"),
 ])
 def test_bad_operations_are_refused_clearly(build, message):
     with pytest.raises(CircuitError, match=message):

@@ -154,6 +154,15 @@ def test_bad_runs_give_clear_errors(backend):
         backend.run([qc, "h q[0];"])
     with pytest.raises(SimulationError, match="has no option"):
         QsimBackend(shot=10)
+    with pytest.raises(SimulationError, match="memory must be True or False, got 'no'"):
+        backend.run(qc, memory="no")
+    with pytest.raises(SimulationError, match="statevector must be True or False, got 1"):
+        backend.run(qc, statevector=1)
+    with pytest.raises(SimulationError, match="shots must be an integer >= 1, got 0"):
+        QsimBackend(shots=0)
+    with pytest.raises(SimulationError, match="fusion_max_qubits must be an integer >= 0, got 2.5"):
+        backend.set_options(fusion_max_qubits=2.5)
+    assert backend.options.fusion_max_qubits != 2.5  # the refused value was not stored
     with pytest.raises(BackendError, match="unknown backend"):
         backend.run(qc, backend="nope")
     with pytest.raises(BackendError, match="takes no option"):

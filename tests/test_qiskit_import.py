@@ -453,17 +453,153 @@ def test_missing_path_and_bad_text_give_clear_errors(tmp_path):
 
 
 QASM3 = 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nbit[2] c;\nh q[0];\ncx q[0], q[1];\nc = measure q;\n'
-HAS_QASM3_IMPORTER = importlib.util.find_spec("qiskit_qasm3_import") is not None
+
+# Gates with parameters (literals, pi, expressions), two qubit[n] registers, gate definitions (one
+# with parameters, one calling it), U, gphase, modifiers and measurements at the end.
+QASM3_PROGRAM = """OPENQASM 3.0;
+include "stdgates.inc";
+// a parameterised definition and one built on it
+gate ent(theta, phi) a, b {
+  ry(theta) a;
+  cx a, b;
+  rz(phi / 2) b;
+  U(theta, phi, pi / 8) a;
+}
+gate trio a, b, c { h a; ccx a, b, c; ent(0.25, -pi) c, a; }
+qubit[3] q;
+qubit[2] r;
+bit[3] c;
+bit[2] d;
+h q;
+rx(0.7) q[0];
+crz(-1.25) q[1], r[0];
+u3(0.1, 0.2, 0.3) r[1];
+ent(pi / 3, 0.5) q[2], r[1];
+trio r[0], q[0], q[2];
+p(2 * pi / 5) r[0];
+cswap q[0], r[0], r[1];
+inv @ s q[1];
+ctrl @ rx(0.9) r[1], q[2];
+gphase(0.4);
+c = measure q;
+d[0] = measure r[0];
+d[1] = measure r[1];
+"""
 
 
-@pytest.mark.skipif(HAS_QASM3_IMPORTER, reason="qiskit_qasm3_import is installed: the error path cannot occur")
-def test_qasm3_without_importer_is_a_clear_error():
-    with pytest.raises(CircuitError, match="qiskit_qasm3_import"):
+def by_hand_like_qasm3_program():
+    """QASM3_PROGRAM built with Qiskit's own methods, not through any importer."""
+    q, r = QuantumRegister(3, "q"), QuantumRegister(2, "r")
+    qc = QuantumCircuit(q, r, global_phase=0.4)
+
+    def ent(theta, phi, a, b):
+        qc.ry(theta, a)
+        qc.cx(a, b)
+        qc.rz(phi / 2, b)
+        qc.u(theta, phi, np.pi / 8, a)
+
+    qc.h(q)
+    qc.rx(0.7, q[0])
+    qc.crz(-1.25, q[1], r[0])
+    qc.u(0.1, 0.2, 0.3, r[1])
+    ent(np.pi / 3, 0.5, q[2], r[1])
+    qc.h(r[0])
+    qc.ccx(r[0], q[0], q[2])
+    ent(0.25, -np.pi, q[2], r[0])
+    qc.p(2 * np.pi / 5, r[0])
+    qc.cswap(q[0], r[0], r[1])
+    qc.sdg(q[1])
+    qc.crx(0.9, r[1], q[2])
+    return qc
+
+
+def test_qasm3_without_the_importer_is_a_clear_error(monkeypatch):
+    import circuits.qasm3_import as module
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(module.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "qiskit_qasm3_import" else real_find_spec(name, *a))
+    with pytest.raises(CircuitError, match="needs qiskit-qasm3-import, a dependency of this project"):
         from_qasm(QASM3)
 
 
-@pytest.mark.skipif(not HAS_QASM3_IMPORTER, reason="needs the optional package qiskit_qasm3_import")
 def test_qasm3_loads_with_importer():
     circuit = from_qasm(QASM3)
     assert circuit.measured == (0, 1)
     assert np.abs(simulate(circuit)[[0, 3]] - 2**-0.5).max() < 1e-15
+
+
+def test_qasm3_program_equals_qiskit_statevector():
+    circuit = from_qasm(QASM3_PROGRAM)
+    assert circuit.n_qubits == 5 and circuit.n_clbits == 5 and not circuit.is_dynamic
+    assert circuit.measured == (0, 1, 2, 3, 4)  # c[0..2] = q[0..2], d[0..1] = r[0..1]
+    assert circuit.clbit_registers == (("c", 3), ("d", 2))
+    state = simulate(circuit)
+    expected = Statevector(by_hand_like_qasm3_program()).data
+    assert np.abs(state - expected).max() < 1e-12  # global phase (gphase) included
+    assert np.abs(state).max() < 0.9  # not a trivial state
+
+
+@pytest.mark.parametrize("backend", ["int8-auto", "int8-crt-14"])
+def test_qasm3_program_on_emulated_backends(backend):
+    circuit = fuse(from_qasm(QASM3_PROGRAM), 3)
+    assert np.abs(simulate(circuit, backend) - Statevector(by_hand_like_qasm3_program()).data).max() < 1e-12
+
+
+def test_qasm3_gate_parameters_bind_in_declared_order():
+    # qiskit-qasm3-import 0.6 binds in name order (phi before theta); circuits.qasm3_import renames
+    program = ('OPENQASM 3.0;\ninclude "stdgates.inc";\n'
+               'gate g(zeta, alpha, mid) a, b { rx(zeta) a; ry(alpha) b; cp(mid - alpha) a, b; rz(2 * zeta) b; }\n'
+               'gate outer(y, x) a, b { g(x, y, x + y) b, a; }\nqubit[2] q;\nh q;\ng(0.1, 0.2, 0.3) q[0], q[1];\n'
+               'outer(0.5, -0.7) q[0], q[1];\ngate skip(unused, turn) a { rz(turn) a; }\nskip(9, 0.4) q[1];\n')
+    qc = QuantumCircuit(2)
+    qc.h([0, 1])
+
+    def g(zeta, alpha, mid, a, b):
+        qc.rx(zeta, a)
+        qc.ry(alpha, b)
+        qc.cp(mid - alpha, a, b)
+        qc.rz(2 * zeta, b)
+
+    g(0.1, 0.2, 0.3, 0, 1)
+    g(-0.7, 0.5, -0.2, 1, 0)
+    qc.rz(0.4, 1)
+    assert np.abs(simulate(from_qasm(program)) - Statevector(qc).data).max() < 1e-12
+
+
+def test_qasm3_matches_qiskits_own_loader_where_it_is_right():
+    # single-parameter and alphabetically ordered definitions: qiskit's loader reads them right
+    from qiskit import qasm3
+
+    program = QASM3_PROGRAM.replace("ent(theta, phi)", "ent(phi, theta)")
+    program = program.replace("ent(pi / 3, 0.5)", "ent(0.5, pi / 3)").replace("ent(0.25, -pi)", "ent(-pi, 0.25)")
+    expected = Statevector(qasm3.loads(program).remove_final_measurements(inplace=False)).data
+    assert np.abs(expected - Statevector(by_hand_like_qasm3_program()).data).max() < 1e-12
+    assert np.abs(simulate(from_qasm(program)) - expected).max() < 1e-12
+
+
+def test_qasm3_file_path_and_version_without_minor(tmp_path):
+    path = tmp_path / "program.qasm"
+    path.write_text(QASM3_PROGRAM.replace("OPENQASM 3.0;", "// generated\nOPENQASM 3;"))
+    for source in (path, str(path)):
+        assert np.abs(simulate(from_qasm(source)) - Statevector(by_hand_like_qasm3_program()).data).max() < 1e-12
+
+
+@pytest.mark.parametrize("program, message", [
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q\nh q[0];\n',
+     r"OpenQASM 3 syntax error at line 4, column 1 \(near 'h'\)"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[0]', "OpenQASM 3 syntax error at line 4"),
+    ('OPENQASM 3.0;\nqubit[1] q;\nh q[0];\n', "OpenQASM 3 import error: .*gate 'h' is not defined"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[5];\n', r"index out of range \(IndexError\)"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\ncx q[0], q[0];\n', "duplicate bit arguments"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nrx(1/0) q[0];\n', "ZeroDivisionError"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\ninput float theta;\nqubit[1] q;\nrx(theta) q[0];\n',
+     "unbound parameters theta"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nfor int i in [0:2] { h q[0]; }\n', "while/for/switch"),
+    ('OPENQASM 3.0;\ninclude "mine.inc";\nqubit[1] q;\n', "non-stdgates imports"),
+])
+def test_qasm3_errors_are_one_line_circuit_errors(program, message, capfd):
+    with pytest.raises(CircuitError, match=message) as caught:
+        from_qasm(program)
+    assert "\n" not in str(caught.value)
+    assert capfd.readouterr().err == ""  # the parser's own stderr messages are swallowed

@@ -59,6 +59,26 @@ def test_bad_device_backend_and_input():
         result.amplitude(8)
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"out_of_place": "yes"}, "out_of_place must be 'auto', True or False, got 'yes'"),
+    ({"out_of_place": 1}, "out_of_place must be 'auto', True or False, got 1"),
+    ({"out_of_place": None}, "out_of_place must be 'auto', True or False, got None"),
+    ({"progress": "no"}, r"progress must be True, False or None \(only on a terminal\), got 'no'"),
+    ({"progress": 0}, "progress must be True, False or None"),
+])
+def test_simulator_options_are_not_coerced(options, message):
+    with pytest.raises(SimulationError, match=message):
+        Simulator(device="cpu", **options)
+
+
+@pytest.mark.parametrize("seed", [1.5, True, -1, "7", 2**63])
+def test_a_bad_seed_is_refused_even_where_it_is_unused(seed):
+    circuit = brickwork(3, 1, 1)  # no measurement: the seed would be ignored
+    with pytest.raises(SimulationError, match="seed must be an integer in \\[0, 2\\^63\\)"):
+        Simulator(device="cpu", progress=False).run(circuit, seed=seed)
+    assert Simulator(device="cpu", progress=False, out_of_place=False).run(circuit, seed=np.int64(5)).norm() > 0.99
+
+
 def test_runs_are_reproducible():
     circuit = brickwork(10, 4, 3, seed=2)
     a = Simulator(device="cpu", progress=False).run(circuit).state

@@ -184,8 +184,7 @@ def dynamic_circuit(name):
 
 
 def qasm3_circuit():
-    pytest.importorskip("qiskit_qasm3_import")
-    return from_qasm(DYNAMIC_QASM3)
+    return from_qasm(DYNAMIC_QASM3)  # qiskit-qasm3-import is a dependency: no skip
 
 
 def simulator(backend="cublas", device="cpu"):

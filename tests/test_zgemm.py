@@ -1,4 +1,6 @@
 """The native backend and the GPU small-gate kernel."""
+import re
+
 import numpy as np
 import pytest
 
@@ -26,6 +28,26 @@ def test_bad_options():
         gemm_backend.get("cublas", small_gate_max_qubits=9)
     with pytest.raises(BackendError, match="workspace_bytes"):
         gemm_backend.get("cublas", workspace_bytes=0)
+
+
+@pytest.mark.parametrize("value", [True, 2.5, 3.0, float("nan"), "3"])
+def test_small_gate_size_must_be_an_integer(value):
+    # True would be 1 qubit and 3.0 would fail later inside a shift: refused up front
+    with pytest.raises(BackendError, match=f"small_gate_max_qubits must be an integer in 0..5, got {value!r}"):
+        gemm_backend.get("cublas", small_gate_max_qubits=value)
+
+
+def test_numpy_integer_small_gate_size_is_taken():
+    backend = gemm_backend.get("cublas", small_gate_max_qubits=np.int64(3))
+    assert backend.small_gate_max_dim == 8 and type(backend.options["small_gate_max_qubits"]) is int
+    with pytest.raises(BackendError, match=re.escape("got ('cublas',)")):
+        gemm_backend.accepted_options(("cublas",))
+
+
+@pytest.mark.parametrize("name", [3, None, ("cublas",)])
+def test_backend_name_must_be_a_string(name):
+    with pytest.raises(BackendError, match=f"a backend name must be a string .*got {re.escape(repr(name))}"):
+        gemm_backend.get(name)
 
 
 @pytest.mark.gpu
