@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from circuits import Gate, monitored_brickwork  # noqa: E402
+from circuits import monitored_brickwork  # noqa: E402
 from qsim import Simulator, measurement  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
@@ -60,20 +60,21 @@ def bench_isolated(args, device, floor_s):
     xp = device.xp
     state = xp.full(1 << args.qubits, 2.0 ** (-args.qubits / 2), dtype=xp.complex128)
     rng = np.random.default_rng(args.seed)
-    rows = []
+    rows, parts = [], {}
     for k in args.measure_qubits:
         qubits = tuple(int(q) for q in np.linspace(0, args.qubits - 1, k).round())
         parts = {
-            "reduction": lambda: measurement.outcome_weights(state, qubits),
-            "projection": lambda: measurement.project(state, qubits, 0, 1 << measurement.WEIGHT_UNIT_BITS),
-            "measure": lambda: measurement.measure(state, qubits, rng),
+            "reduction": lambda state=state, qubits=qubits: measurement.outcome_weights(state, qubits),
+            "projection": lambda state=state, qubits=qubits: measurement.project(
+                state, qubits, 0, 1 << measurement.WEIGHT_UNIT_BITS),
+            "measure": lambda state=state, qubits=qubits: measurement.measure(state, qubits, rng),
         }
         row = {"part": "isolated", "qubits": args.qubits, "measured": k}
         for name, fn in parts.items():
             seconds = median_time(fn, device.on_gpu, repeats=args.repeats)
             row[f"{name}_ms"], row[f"{name}_over_floor"] = seconds * 1e3, seconds / floor_s
         rows.append(row)
-    del state
+    del state, parts
     free_device_memory(device)
     return rows
 
