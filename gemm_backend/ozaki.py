@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks, to_host
+from .arrays import array_module, cupy_module, gpu_available, is_gpu_array, iter_column_chunks, to_host
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
@@ -220,7 +220,7 @@ class OzakiBackend(GemmBackend):
 
     def start_run(self) -> None:
         cp = cupy_module()
-        self._deferred_flag = cp.zeros(1, cp.int32) if cp is not None and _has_gpu() else None
+        self._deferred_flag = cp.zeros(1, cp.int32) if cp is not None and gpu_available() else None
 
     def finish_run(self) -> None:
         flag, self._deferred_flag = self._deferred_flag, None
@@ -368,12 +368,6 @@ class OzakiBackend(GemmBackend):
             self.pair_count += plan.pairs
         self.last_call_info = info
         return out
-
-
-def _has_gpu() -> bool:
-    from .arrays import gpu_available
-
-    return gpu_available()
 
 
 def _require_finite(finite, name: str) -> None:

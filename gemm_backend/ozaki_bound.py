@@ -59,7 +59,6 @@ from .ozaki_plan import plan_products
 from .ozaki_split import bits_per_slice, max_digit
 
 UNIT_ROUNDOFF = 2.0**-53
-UNDERFLOW = 2.0**-1075
 MAX_DIGITS = 18
 MIN_DIGITS = 3
 
