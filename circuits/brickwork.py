@@ -1,9 +1,12 @@
 """Brickwork circuits of Haar-random d-qubit gates (design brief section 2), and monitored
 brickwork circuits: the same gates with random single-qubit measurements after every layer."""
+import numbers
+
 import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
+from .indices import integer
 from .operations import Measure
 
 #: monitored_brickwork draws which qubits to measure from np.random.default_rng([seed, this]), a
@@ -34,6 +37,8 @@ def brickwork_layer_targets(n_qubits: int, gate_size: int, layer: int) -> list:
 def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circuit:
     """A depth-`depth` brickwork of independent Haar-random `gate_size`-qubit gates, ordered layer
     by layer then by position; the same seed gives the same gates."""
+    n_qubits, gate_size, depth, seed = (integer(value, name) for value, name in (
+        (n_qubits, "--qubits"), (gate_size, "--gate-size"), (depth, "--depth"), (seed, "--seed")))
     if n_qubits < 1:
         raise CircuitError(f"--qubits must be >= 1, got {n_qubits}")
     if gate_size < 1:
@@ -42,6 +47,8 @@ def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circu
         raise CircuitError(f"--gate-size {gate_size} exceeds --qubits {n_qubits}: no gate fits")
     if depth < 1:
         raise CircuitError(f"--depth must be >= 1, got {depth}")
+    if seed < 0:
+        raise CircuitError(f"--seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     dim = 1 << gate_size
     gates = []
@@ -60,9 +67,9 @@ def monitored_brickwork(n_qubits: int, gate_size: int, depth: int, rate: float, 
     measurement of the run; the bits form one register "c". Which qubits are chosen is seeded
     (a stream apart from the gates'); rate 0 gives exactly brickwork's circuit.
     """
+    if isinstance(rate, (bool, np.bool_)) or not isinstance(rate, numbers.Real) or not 0.0 <= rate <= 1.0:
+        raise CircuitError(f"--measure-rate must be between 0 and 1, got {rate!r}")
     rate = float(rate)
-    if not 0.0 <= rate <= 1.0:
-        raise CircuitError(f"--measure-rate must be between 0 and 1, got {rate}")
     gates = list(brickwork(n_qubits, gate_size, depth, seed).gates)
     choice = np.random.default_rng([seed, MEASUREMENT_CHOICE_STREAM])
     operations, n_clbits = [], 0

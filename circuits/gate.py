@@ -30,7 +30,7 @@ class Gate:
         if not isinstance(self.name, str):
             raise CircuitError(f"a gate's name must be a string, got {self.name!r}")
         targets = distinct_indices(self.targets, f"gate {self.name!r} target qubits")
-        matrix = np.array(self.matrix, dtype=np.complex128)
+        matrix = _numeric_matrix(self.matrix, self.name)
         dim = 1 << len(targets)
         if matrix.shape != (dim, dim):
             raise CircuitError(
@@ -52,6 +52,16 @@ class Gate:
     @property
     def n_targets(self) -> int:
         return len(self.targets)
+
+
+def _numeric_matrix(values, name: str) -> np.ndarray:
+    """values as a new complex128 array; a CircuitError when they are not numbers (booleans,
+    strings or Python objects would otherwise be coerced, or fail deep inside numpy)."""
+    raw = np.asarray(values)
+    if raw.dtype.kind not in "iufc":
+        raise CircuitError(f"gate {name!r}: matrix must hold numbers (integer, float or complex dtype), "
+                           f"got dtype {raw.dtype}")
+    return np.array(raw, dtype=np.complex128)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,8 @@ class Circuit:
         for q in self.measured:
             if not 0 <= q < self.n_qubits:
                 raise CircuitError(f"measured qubit {q} is outside 0..{self.n_qubits - 1}")
+        if len(set(self.measured)) != len(self.measured):
+            raise CircuitError(f"measured qubits {self.measured} repeat a qubit; list each qubit once")
         if self.clbit_registers and sum(size for _, size in self.clbit_registers) != self.n_clbits:
             raise CircuitError(f"clbit_registers {self.clbit_registers} do not cover the {self.n_clbits} classical bits")
 

@@ -21,6 +21,9 @@ that the condition reads.
 
 qiskit is imported inside the functions, so this module loads where qiskit is not installed.
 """
+import cmath
+import math
+import numbers
 import os
 import re
 from dataclasses import dataclass, field
@@ -169,6 +172,7 @@ class _Walk:
         classical bits, measurements or resets are walked like the circuit itself."""
         _reject_non_unitary(operation, where)
         _reject_unbound(operation, where)
+        _reject_non_finite(operation, where)
         if operation.num_qubits == 0:
             self._phase(_global_phase_gate_angle(operation, where), condition, qubits)
             return
@@ -324,13 +328,24 @@ def _reject_unbound(operation, where) -> None:
                            "bind them first with qc.assign_parameters(...)")
 
 
+def _reject_non_finite(operation, where) -> None:
+    """An infinite or NaN angle has no matrix; Qiskit's own error for it ('math domain error')
+    names no instruction."""
+    for value in getattr(operation, "params", ()):
+        if isinstance(value, numbers.Number) and not cmath.isfinite(value):
+            raise CircuitError(f"instruction {where} has a non-finite parameter {value!r}; give finite angles")
+
+
 def _bound_phase(phase, what) -> float:
     from qiskit.circuit import ParameterExpression
 
     if isinstance(phase, ParameterExpression) and phase.parameters:
         names = ", ".join(sorted(p.name for p in phase.parameters))
         raise CircuitError(f"{what} has unbound parameters {names}; bind them with qc.assign_parameters(...)")
-    return float(phase)
+    phase = float(phase)
+    if not math.isfinite(phase):
+        raise CircuitError(f"{what} is {phase!r}; a phase must be a finite angle")
+    return phase
 
 
 def _global_phase_gate_angle(operation, where) -> float:
@@ -394,9 +409,12 @@ def _qasm_version(text: str) -> int:
 
 def _load_qasm2(text: str, include_dir):
     from qiskit import qasm2
+    from qiskit.exceptions import QiskitError
 
     include_path = (include_dir,) if include_dir else (".",)
     try:
         return qasm2.loads(text, include_path=include_path, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)
     except qasm2.QASM2ParseError as exc:
         raise CircuitError(f"OpenQASM 2 parse error: {one_line(exc)}") from None
+    except QiskitError as exc:  # building the circuit, e.g. qiskit's CircuitError 'Register size too large.'
+        raise CircuitError(f"OpenQASM 2 import error: {one_line(exc).strip(chr(39))} ({type(exc).__name__})") from None

@@ -296,7 +296,7 @@ class Fp16WordsBackend(GemmBackend):
         if block != AUTO_BLOCK:
             block = _require_int(block, "block (inner indices per tensor-core block, 0 = unblocked, or 'auto')", 0)
         self.block = block
-        if accumulate not in ACCUMULATE_DTYPES:
+        if not isinstance(accumulate, str) or accumulate not in ACCUMULATE_DTYPES:
             raise BackendError(f"accumulate must be one of {', '.join(ACCUMULATE_DTYPES)}, got {accumulate!r}")
         self.accumulate = accumulate
         # Set only during apply_batched: B's words shared by its chunks, and the device of its state.

@@ -40,8 +40,9 @@ _ENTRIES = [
     BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)"),
 ]
 _ALIASES = {"zgemm": "cublas"}
-_INT8_FIXED = re.compile(r"^int8-(\d+)$")
-_INT8_CRT = re.compile(r"^int8-crt-(\d+)$")
+# ASCII digits without a leading zero: "int8-09", "int8-9\n" or another script's digits are not int8-9.
+_INT8_FIXED = re.compile(r"int8-([1-9][0-9]*)")
+_INT8_CRT = re.compile(r"int8-crt-([1-9][0-9]*)")
 # Numbered families: (pattern shown, its letter, the numbers it takes, what it is).
 _PATTERNS = [
     ("int8-<s>", "s", INT8_SPLITS, "INT8 Ozaki scheme, fixed s"),
@@ -56,7 +57,7 @@ def _entry(name: str) -> BackendEntry:
     for entry in _ENTRIES:
         if entry.name == name:
             return entry
-    match = _INT8_FIXED.match(name)
+    match = _INT8_FIXED.fullmatch(name)
     if match:
         splits = int(match.group(1))
         if splits not in INT8_SPLITS:
@@ -65,7 +66,7 @@ def _entry(name: str) -> BackendEntry:
             )
         return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
                             {"splits": splits}, excluded_options=("rho",))
-    match = _INT8_CRT.match(name)
+    match = _INT8_CRT.fullmatch(name)
     if match:
         moduli = int(match.group(1))
         if moduli not in CRT_MODULI:

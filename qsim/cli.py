@@ -13,7 +13,10 @@ from .simulator import Simulator
 
 EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
 DEFAULT_DEPTH = 10
+DEFAULT_GATE_SIZE = 5
 DEFAULT_IMPORT_FUSION = 5
+#: Backend options whose command-line flag is not "--" + the option with '-' for '_'.
+_OPTION_FLAGS = {"workspace_bytes": "--workspace-gib"}
 
 
 def main(argv=None) -> int:
@@ -85,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
 def _circuit_arguments(parser):
     source = parser.add_argument_group("circuit")
     source.add_argument("--qubits", type=int, help="number of qubits of the brickwork circuit")
-    source.add_argument("--gate-size", type=int, default=5, help="qubits per brickwork gate (default 5)")
-    source.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help=f"brickwork layers (default {DEFAULT_DEPTH})")
+    # --gate-size and --depth default to None so that giving them with --qasm can be refused
+    source.add_argument("--gate-size", type=int, help=f"qubits per brickwork gate (default {DEFAULT_GATE_SIZE})")
+    source.add_argument("--depth", type=int, help=f"brickwork layers (default {DEFAULT_DEPTH})")
     source.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the random gates and of sampling (default 0)")
     source.add_argument("--qasm", metavar="FILE", help="simulate an OpenQASM 2/3 file instead of a brickwork circuit")
     source.add_argument("--fuse", type=int, metavar="K",
@@ -145,6 +149,11 @@ def _build_circuit(args):
 
         if getattr(args, "measure_rate", None) is not None:
             raise CircuitError("--measure-rate makes a monitored brickwork circuit; it cannot be used with --qasm")
+        shaping = [flag for flag, value in (("--qubits", args.qubits), ("--gate-size", args.gate_size),
+                                            ("--depth", args.depth)) if value is not None]
+        if shaping:
+            raise CircuitError(f"{', '.join(shaping)} shape a brickwork circuit and cannot be used with --qasm "
+                               "(the program sets the qubits; --fuse K sets the gate size)")
         circuit = circuits.from_qasm(args.qasm)
         fuse = DEFAULT_IMPORT_FUSION if args.fuse is None else args.fuse
         source = {"qasm": args.qasm, "gates_imported": len(circuit)}
@@ -152,11 +161,12 @@ def _build_circuit(args):
         if args.qubits is None:
             raise CircuitError("give --qubits N for a brickwork circuit, or --qasm FILE")
         rate = getattr(args, "measure_rate", None)
-        shape = (args.qubits, args.gate_size, args.depth)
+        gate_size = DEFAULT_GATE_SIZE if args.gate_size is None else args.gate_size
+        depth = DEFAULT_DEPTH if args.depth is None else args.depth
+        shape = (args.qubits, gate_size, depth)
         circuit = brickwork(*shape, args.seed) if rate is None else monitored_brickwork(*shape, rate, args.seed)
         fuse = args.fuse or 0
-        source = {"brickwork": {"qubits": args.qubits, "gate_size": args.gate_size, "depth": args.depth,
-                                "seed": args.seed}}
+        source = {"brickwork": {"qubits": args.qubits, "gate_size": gate_size, "depth": depth, "seed": args.seed}}
         if rate is not None:
             source["brickwork"].update(measure_rate=rate, measurements=circuit.n_clbits)
     if fuse < 0:
@@ -252,6 +262,11 @@ def _compare(args) -> int:
         raise CircuitError("--backends needs at least one backend name")
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
     per_backend = {label: _options_for(parse_label(label)[0], options) for label in names}
+    unused = sorted(set(options) - {k for taken in per_backend.values() for k in taken})
+    if unused:
+        flags = ", ".join(_OPTION_FLAGS.get(name, "--" + name.replace("_", "-")) for name in unused)
+        raise SimulationError(f"no backend in --backends takes {flags} (see `qsim backends` for which backend "
+                              "takes what)")
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source

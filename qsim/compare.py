@@ -9,6 +9,7 @@ import math
 import os
 import time
 
+import gemm_backend
 from circuits import Circuit, CircuitError
 from gemm_backend.arrays import to_host
 
@@ -42,16 +43,15 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
     backends = [backends] if isinstance(backends, str) else list(backends)
     backend_options = dict(backend_options or {})
     _check_backend_names(backends, backend_options)
+    runs = [_backend_run(label, backend_options) for label in backends]  # all checked before the first run
     device = resolve_device(device) if isinstance(device, str) else device
     start = time.perf_counter()
     ref_hi, ref_lo = reference_state(circuit, device, progress)
     reference = {"time_s": time.perf_counter() - start, "bytes": REFERENCE_BYTES_PER_AMPLITUDE << circuit.n_qubits}
     ref_hi, ref_lo, reference["held_on"] = _park_reference(device, ref_hi, ref_lo)
     rows = []
-    for label in backends:
+    for label, name, options in runs:
         _release_device_memory(device)
-        name, own_options = parse_label(label)
-        options = {**backend_options.get(label, {}), **own_options}
         simulator = Simulator(backend=name, device=device.kind, progress=progress, **options)
         result = simulator.run(circuit)
         rows.append(_row(label, result, accuracy_report(result.state, ref_hi, ref_lo)))
@@ -87,6 +87,15 @@ def _option_value(text: str):
         except ValueError:
             pass
     return text
+
+
+def _backend_run(label: str, backend_options: dict) -> tuple:
+    """(label, registry name, options) of one backend of a comparison, after building it once so
+    that a bad name or option fails before the reference and the backends listed before it run."""
+    name, own_options = parse_label(label)
+    options = {**backend_options.get(label, {}), **own_options}
+    gemm_backend.get(name, **options)
+    return label, name, options
 
 
 def _check_backend_names(backends: list, backend_options: dict) -> None:

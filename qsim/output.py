@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 import sys
 
 from .errors import SimulationError
@@ -19,12 +20,16 @@ STDOUT = "-"
 
 def check_output_path(path, what: str) -> None:
     """Raise SimulationError (one line naming `what`, e.g. '--json') unless a file can be written
-    at `path` (str or os.PathLike): it is not a directory, and its directory exists and takes a
-    new file. The test creates and removes a temporary file there, which also catches read-only
-    file systems that permission bits do not show."""
+    at `path` (str or os.PathLike): it is not a directory, a device or a pipe, and its directory
+    exists and takes a new file. The test creates and removes a temporary file there, which also
+    catches read-only file systems that permission bits do not show. A symbolic link is checked
+    (and later written) as the file it names."""
     path = _file_name(path, what)
     if os.path.isdir(path):
         raise SimulationError(f"{what} {path!r} is a directory; give a file name")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise SimulationError(f"{what} {path!r} is not a regular file (a device or a pipe), which writing the "
+                              "file would replace; give a file name")
     directory = _directory(path)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise SimulationError(f"{what} {path!r}: {directory!r} is not a directory")
@@ -51,8 +56,9 @@ def check_output_path_or_exit(path, what: str, program: str) -> None:
 def atomic_output(path, binary: bool = False):
     """A file handle (text UTF-8, or binary) on a temporary file beside `path`; when the block
     ends without an exception the data is flushed to disk and the file renamed to `path`,
-    otherwise it is removed. OSError (disk full, ...) becomes a one-line SimulationError."""
-    path = _file_name(path, "output")
+    otherwise it is removed. OSError (disk full, ...) becomes a one-line SimulationError. A file
+    replaced keeps its permissions; a symbolic link stays a link, the file it names is replaced."""
+    path = os.path.realpath(_file_name(path, "output"))
     try:
         descriptor, temporary = _create_temporary(path)
     except OSError as exc:
@@ -62,6 +68,8 @@ def atomic_output(path, binary: bool = False):
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        if os.path.exists(path):
+            os.chmod(temporary, stat.S_IMODE(os.stat(path).st_mode))
         os.replace(temporary, path)
     except OSError as exc:
         _remove(temporary)
@@ -97,7 +105,8 @@ def _file_name(path, what: str) -> str:
 
 
 def _directory(path: str) -> str:
-    return os.path.dirname(os.path.abspath(path))
+    """The directory the file `path` names will be in (through symbolic links)."""
+    return os.path.dirname(os.path.realpath(path))
 
 
 def _create_temporary(path: str) -> tuple:

@@ -80,7 +80,14 @@ class QsimBackend(BackendV2):
 
     def run(self, run_input, **options) -> "QsimJob":
         """Simulate a QuantumCircuit or a list of them; returns a finished QsimJob."""
-        circuits = [run_input] if isinstance(run_input, QuantumCircuit) else list(run_input)
+        if isinstance(run_input, QuantumCircuit):
+            circuits = [run_input]
+        elif isinstance(run_input, (list, tuple)):
+            circuits = list(run_input)
+        else:
+            raise SimulationError(f"run takes a QuantumCircuit or a list of them, got {type(run_input).__name__}")
+        if not circuits:
+            raise SimulationError("run got an empty list of circuits; give at least one QuantumCircuit")
         for position, qc in enumerate(circuits):
             if not isinstance(qc, QuantumCircuit):
                 raise SimulationError(f"run input {position} is a {type(qc).__name__}, not a QuantumCircuit")

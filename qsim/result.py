@@ -6,6 +6,7 @@ import numpy as np
 from gemm_backend.arrays import to_host
 
 from .errors import SimulationError
+from .sampling import checked_integer
 
 
 @dataclass
@@ -78,8 +79,8 @@ class Result:
 
     def amplitude(self, index: int) -> complex:
         """<index|psi> for a basis-state index (bit q = qubit q)."""
-        index = int(index)
-        if not 0 <= index < (1 << self.n_qubits):
+        index = checked_integer(index, "an amplitude index", minimum=0)
+        if index >= 1 << self.n_qubits:
             raise SimulationError(f"amplitude index {index} is outside 0..2^{self.n_qubits}-1")
         return complex(to_host(self.state[index : index + 1])[0])
 
@@ -89,9 +90,9 @@ class Result:
         return np.array([abs(self.amplitude(self._index(b))) ** 2 for b in bitstrings])
 
     def _index(self, bitstring) -> int:
-        if isinstance(bitstring, (int, np.integer)):
-            return int(bitstring)
-        text = str(bitstring).replace(" ", "")
+        if not isinstance(bitstring, str):
+            return checked_integer(bitstring, "a basis-state index", minimum=0)
+        text = bitstring.replace(" ", "")
         if len(text) != self.n_qubits or set(text) - {"0", "1"}:
             raise SimulationError(
                 f"bitstring {bitstring!r} must be {self.n_qubits} characters of 0/1 (qubit {self.n_qubits - 1} first)"

@@ -43,8 +43,8 @@ def sample_outcomes(state, qubits, shots: int, seed: int, *, comm=None) -> np.nd
     ranks = 1 if comm is None else comm.world_size
     n_local = _state_qubits(state)
     qubits = checked_qubits(qubits, n_local + ranks.bit_length() - 1)
-    shots = _checked_count(shots, "shots", minimum=1)
-    rng = np.random.default_rng(_checked_count(seed, "seed", minimum=0))
+    shots = checked_integer(shots, "shots", minimum=1)
+    rng = np.random.default_rng(checked_integer(seed, "seed", minimum=0))
     layout = _ChunkLayout(qubits, min(n_local, CHUNK_QUBITS))
     chunks = state.reshape(-1, 1 << layout.chunk_qubits)
     weights = _chunk_weights(chunks)
@@ -136,7 +136,7 @@ def _state_qubits(state) -> int:
 
 def checked_qubits(qubits, n_qubits: int) -> tuple:
     try:
-        checked = tuple(_checked_count(q, "a measured qubit", minimum=0) for q in qubits)
+        checked = tuple(checked_integer(q, "a measured qubit", minimum=0) for q in qubits)
     except TypeError:
         raise SimulationError(f"qubits must be a sequence of qubit indices, got {qubits!r}") from None
     if not checked:
@@ -149,7 +149,9 @@ def checked_qubits(qubits, n_qubits: int) -> tuple:
     return checked
 
 
-def _checked_count(value, what: str, minimum: int) -> int:
+def checked_integer(value, what: str, minimum: int) -> int:
+    """value as an int when it is an integer >= minimum (Python or numpy, not bool); a
+    SimulationError naming `what` otherwise, so 2.5 or True is refused rather than truncated."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise SimulationError(f"{what} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:

@@ -15,7 +15,11 @@ def initial_state_vector(n_qubits: int, xp, initial_state=None):
         state = xp.zeros(size, dtype=xp.complex128)
         state[0] = 1.0
         return state
-    vector = xp.array(initial_state, dtype=xp.complex128).reshape(-1)
+    given = initial_state if hasattr(initial_state, "dtype") else np.asarray(initial_state)  # numpy or cupy
+    if given.dtype.kind not in "iufc" or given.ndim != 1:
+        raise SimulationError(f"initial_state must be a flat array of {size} numbers (amplitudes), got shape "
+                              f"{given.shape} and dtype {given.dtype}")
+    vector = xp.array(given, dtype=xp.complex128)
     if vector.size != size:
         raise SimulationError(f"initial_state has {vector.size} amplitudes; {n_qubits} qubits need {size}")
     norm = float(xp.linalg.norm(vector))

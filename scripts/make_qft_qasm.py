@@ -4,10 +4,15 @@ then the n-qubit QFT decomposed into 1- and 2-qubit gates. Used by BENCHMARKS.md
     python scripts/make_qft_qasm.py 28 qft28.qasm --seed 7
 """
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 from qiskit import QuantumCircuit, qasm2, transpile
 from qiskit.circuit.library import QFTGate
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
+from qsim.output import atomic_output, check_output_path_or_exit  # noqa: E402
 
 
 def main():
@@ -16,13 +21,14 @@ def main():
     parser.add_argument("path")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    check_output_path_or_exit(args.path, "path", parser.prog)
     rng = np.random.default_rng(args.seed)
     qc = QuantumCircuit(args.qubits)
     for q in np.flatnonzero(rng.integers(0, 2, args.qubits)):
         qc.x(int(q))
     qc.append(QFTGate(args.qubits), range(args.qubits))
     qc = transpile(qc, basis_gates=["x", "h", "cp", "swap"], optimization_level=0)
-    with open(args.path, "w") as handle:
+    with atomic_output(args.path) as handle:
         handle.write(qasm2.dumps(qc))
     print(f"{args.path}: {args.qubits} qubits, {qc.size()} gates")
 

@@ -108,3 +108,24 @@ def test_monitored_brickwork_rates():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(CircuitError, match="--measure-rate must be between 0 and 1"):
             monitored_brickwork(8, 2, 4, bad, seed=1)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((8.0, 2, 4), "--qubits must be an integer, got 8.0"),
+    ((8, np.int64(2), 4.5), "--depth must be an integer, got 4.5"),
+    ((8, True, 4), "--gate-size must be an integer, got True"),
+    ((8, 2, 4, 1.5), "--seed must be an integer, got 1.5"),
+    ((8, 2, 4, -1), "--seed must be >= 0, got -1"),
+])
+def test_non_integer_shapes_and_seeds_are_refused(args, message):
+    """A float or boolean is refused, never truncated into another circuit."""
+    with pytest.raises(CircuitError, match=message):
+        brickwork(*args)
+
+
+@pytest.mark.parametrize("rate", ["0.5", True, None])
+def test_measure_rate_must_be_a_number(rate):
+    from circuits import monitored_brickwork
+
+    with pytest.raises(CircuitError, match="--measure-rate must be between 0 and 1, got"):
+        monitored_brickwork(8, 2, 4, rate, seed=1)

@@ -370,3 +370,31 @@ def test_static_circuit_with_trajectories_repeats_the_run(tmp_path):
     assert proc.returncode == 0, proc.stderr
     records = json.loads(out.read_text())["trajectories"]["records"]
     assert len(records) == 2 and all(r["measurements"] == 0 and r["clbits"] == "" for r in records)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--qasm", "{d}/ghz.qasm", "--qubits", "5"], "--qubits shape a brickwork circuit and cannot be used with --qasm"),
+    (["run", "--qasm", "{d}/ghz.qasm", "--gate-size", "2", "--depth", "3"], "--gate-size, --depth shape a brickwork"),
+    (["compare", "--qasm", "{d}/ghz.qasm", "--backends", "cublas,cgemm", "--rho", "1"],
+     "no backend in --backends takes --rho"),
+    (["compare", "--qasm", "{d}/ghz.qasm", "--backends", "cublas,fp16", "--block", "64", "--accumulate", "fp64"],
+     "no backend in --backends takes --accumulate, --block"),
+    (["compare", "--qasm", "{d}/ghz.qasm", "--backends", "cublas,int8-auto@rho=nan"], "rho must be a finite number"),
+    (["compare", "--qasm", "{d}/ghz.qasm", "--backends", "cublas,int8-09"], "unknown backend 'int8-09'"),
+])
+def test_ignored_or_bad_options_are_refused_before_any_simulation(tmp_path, monkeypatch, capsys, argv, message):
+    """An option nothing would use, or a backend that a comparison would reach only after the
+    reference and the backends before it had run, ends the command before anything runs."""
+    from qsim import compare
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the simulation started before the options were checked")
+
+    monkeypatch.setattr(compare, "reference_state", must_not_run)
+    monkeypatch.setattr(Simulator, "run", must_not_run)
+    (tmp_path / "ghz.qasm").write_text(GHZ_QASM)
+    from qsim import cli
+
+    assert cli.main([a.format(d=tmp_path) for a in argv] + ["--device", "cpu", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qsim: error:") and message in err and err.count("\n") == 1

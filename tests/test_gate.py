@@ -89,3 +89,20 @@ def test_circuit_rejects_out_of_range_targets():
         Circuit(2, [np.eye(2)])
     with pytest.raises(CircuitError, match="measured qubit 5"):
         Circuit(2, [], measured=(5,))
+
+
+@pytest.mark.parametrize("matrix, dtype", [
+    (np.array([[False, True], [True, False]]), "bool"),
+    (np.array([[0, 1], [1, 0]], dtype=object), "object"),
+    ([["0", "1"], ["1", "0"]], "<U1"),
+])
+def test_non_numeric_matrices_are_refused(matrix, dtype):
+    """A boolean, object or string matrix is refused, not coerced to complex (or failing in numpy)."""
+    with pytest.raises(CircuitError, match=f"matrix must hold numbers .*got dtype {dtype}"):
+        Gate((0,), matrix)
+
+
+def test_measured_qubits_are_distinct():
+    """Sampling one qubit twice is not a measurement Qiskit's final measurements can describe."""
+    with pytest.raises(CircuitError, match=r"measured qubits \(1, 1\) repeat a qubit"):
+        Circuit(2, [], measured=(1, 1))

@@ -1,6 +1,9 @@
 """qsim.output: output paths checked up front, files written whole or not at all."""
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,3 +120,45 @@ def test_binary_output_for_plots(tmp_path):
     with atomic_output(tmp_path / "f.bin", binary=True) as handle:
         handle.write(b"\x00\x01")
     assert (tmp_path / "f.bin").read_bytes() == b"\x00\x01"
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/null"])
+def test_devices_and_pipes_are_refused(tmp_path, special):
+    """Renaming over /dev/null (as root) or a named pipe would replace it with a regular file."""
+    path = tmp_path / "fifo" if special == "fifo" else special
+    if special == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(SimulationError, match="is not a regular file"):
+        check_output_path(path, "--json")
+
+
+def test_a_link_stays_a_link_and_a_replaced_file_keeps_its_mode(tmp_path):
+    """Writing through a symbolic link replaces the file it names (not the link with a copy), and
+    a file made readable to a group only stays so."""
+    target, link = tmp_path / "r.json", tmp_path / "link.json"
+    target.write_text("{}")
+    target.chmod(0o640)
+    link.symlink_to(target)
+    check_output_path(link, "--json")
+    write_json(link, {"a": 1})
+    assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}
+    assert target.stat().st_mode & 0o777 == 0o640 and leftovers(tmp_path) == []
+
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+@pytest.mark.parametrize("script, arguments", [
+    ("bench_gemm.py", ["--device", "cpu", "--json"]),
+    ("bench_gates.py", ["--device", "cpu", "--json"]),
+    ("bench_fp16_blocks.py", ["--device", "cpu", "--json"]),
+    ("bench_trajectories.py", ["--device", "cpu", "--json"]),
+    ("bench_distributed.py", ["--device", "cpu", "--json"]),
+    ("make_qft_qasm.py", ["4"]),
+])
+def test_scripts_check_their_output_path_first(tmp_path, script, arguments):
+    """A missing folder ends every script before its work: exit code 2, one line, no traceback."""
+    proc = subprocess.run([sys.executable, str(SCRIPTS / script), *arguments, str(tmp_path / "missing" / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.count("\n") == 1 and "does not exist; create it first" in proc.stderr

@@ -283,3 +283,13 @@ def test_backend_on_gpu(gemm):
     assert np.abs(result.get_statevector() - reference).max() < tolerance
     assert_counts_match(result.get_counts(), qc, 50_000)
     assert result.results[0].metadata["device"].startswith("gpu")
+
+
+@pytest.mark.parametrize("run_input, message", [
+    (5, "run takes a QuantumCircuit or a list of them, got int"),
+    (None, "run takes a QuantumCircuit or a list of them, got NoneType"),
+    ([], "empty list of circuits"),
+])
+def test_run_input_must_be_circuits(run_input, message):
+    with pytest.raises(SimulationError, match=message):
+        QsimBackend(device="cpu").run(run_input)

@@ -603,3 +603,28 @@ def test_qasm3_errors_are_one_line_circuit_errors(program, message, capfd):
         from_qasm(program)
     assert "\n" not in str(caught.value)
     assert capfd.readouterr().err == ""  # the parser's own stderr messages are swallowed
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_angles_and_phases_are_refused(value):
+    """Qiskit's own error for an infinite angle ('math domain error') names no instruction."""
+    qc = QuantumCircuit(2)
+    qc.h(0)
+    qc.u(value, 0.1, 0.2, 1)
+    with pytest.raises(CircuitError, match="'u' at position 1 has a non-finite parameter"):
+        from_qiskit(qc)
+    qc = QuantumCircuit(1, global_phase=value)
+    qc.h(0)
+    with pytest.raises(CircuitError, match="global phase is .*finite angle"):
+        from_qiskit(qc)
+
+
+@pytest.mark.parametrize("program, message", [
+    ('OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrx(2^10000) q[0];\n', "non-finite parameter inf"),
+    ("OPENQASM 2.0;\nqreg q[99999999999];\n", r"OpenQASM 2 import error: Register size too large. \(CircuitError\)"),
+    ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit q;\nrx(1e400) q;\n', "non-finite parameter inf"),
+])
+def test_what_qiskit_raises_while_building_becomes_our_circuit_error(program, message):
+    """Qiskit's CircuitError is not circuits.CircuitError: the command line would print a traceback."""
+    with pytest.raises(CircuitError, match=message):
+        from_qasm(program)

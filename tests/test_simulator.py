@@ -92,3 +92,30 @@ def test_in_place_chunked_path_matches_out_of_place():
     a = Simulator(device="cpu", progress=False, out_of_place=False, workspace_bytes=tiny).run(circuit).state
     b = Simulator(device="cpu", progress=False, out_of_place=True).run(circuit).state
     assert np.abs(a - b).max() < 1e-13
+
+
+@pytest.mark.parametrize("initial_state, message", [
+    (np.ones((4, 4)) / 4, r"flat array of 16 numbers .*shape \(4, 4\)"),
+    ("0000", "flat array of 16 numbers .*dtype <U4"),
+    (np.eye(16, dtype=bool)[0], "flat array of 16 numbers .*dtype bool"),
+    (np.ones(8) / 8**0.5, "has 8 amplitudes; 4 qubits need 16"),
+])
+def test_bad_initial_states_are_refused(initial_state, message):
+    """Not reshaped, not parsed from text: an initial state is a flat array of 2^N numbers."""
+    with pytest.raises(SimulationError, match=message):
+        Simulator(device="cpu", progress=False).run(brickwork(4, 2, 1), initial_state)
+
+
+def test_result_indices_must_be_integers():
+    """amplitude(0.5) or probabilities([True]) would read another amplitude if truncated."""
+    result = Simulator(device="cpu", progress=False).run(brickwork(4, 2, 2, seed=1))
+    assert result.amplitude(np.int64(3)) == result.amplitude(3)
+    assert result.probabilities([np.int32(3)])[0] == abs(result.amplitude(3)) ** 2
+    for index in (0.5, 1.0, True, "3"):
+        with pytest.raises(SimulationError, match="an amplitude index must be an integer"):
+            result.amplitude(index)
+    for index in (True, 2.0):
+        with pytest.raises(SimulationError, match="a basis-state index must be an integer"):
+            result.probabilities([index])
+    with pytest.raises(SimulationError, match="amplitude index 16 is outside"):
+        result.amplitude(16)
