@@ -4,7 +4,7 @@ Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the 
 are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
 few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
 """
-from .arrays import multiprocessor_count
+from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
 
 THREADS = 256
@@ -23,6 +23,20 @@ def row_stride(x) -> int:
 def launch_per_row(function, rows: int, args: tuple, shared_mem: int = 0) -> None:
     """function(args) with one warp per row over `rows` rows, on the current device."""
     _launch(function, -(-rows // WARPS_PER_BLOCK), ROW_BLOCKS_PER_SM, args, shared_mem)
+
+
+def per_row_int32(function, x, bits: int):
+    """(values, finite) from a row kernel with the signature (x, rows, cols, row_stride, bits,
+    int32 out[rows], int32 *nonfinite): one int32 per row of the 2-D cupy array x, and a 0-d
+    bool array (on the device) that is False when the kernel flagged NaN or Inf."""
+    cp = cupy_module()
+    rows, cols = x.shape
+    values = cp.empty(rows, cp.int32)
+    nonfinite = cp.zeros(1, cp.int32)
+    if rows:
+        launch_per_row(function, rows, (x, cp.int64(rows), cp.int32(cols), cp.int64(row_stride(x)), cp.int32(bits),
+                                        values, nonfinite))
+    return values, nonfinite[0] == 0
 
 
 def launch_per_element(function, count: int, args: tuple) -> None:

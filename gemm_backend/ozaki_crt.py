@@ -28,7 +28,7 @@ from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
 from .cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from .errors import BackendError
-from .kernel_launch import launch_per_element, launch_per_row, row_stride
+from .kernel_launch import launch_per_element, launch_per_row, per_row_int32, row_stride
 from .registry import CRT_MODULI
 
 SCHEME = "ozaki2"
@@ -262,14 +262,7 @@ _TILE_PRODUCTS = {False: _CpuTileProducts, True: _GpuTileProducts}
 
 def _gpu_row_scales(rows, bits: int):
     """crt.row_scales by the crt_row_scales kernel: (scales, finite) on the device."""
-    cp = cupy_module()
-    n_rows, cols = rows.shape
-    scales = cp.empty(n_rows, cp.int32)
-    nonfinite = cp.zeros(1, cp.int32)
-    if n_rows:
-        launch_per_row(_module().get_function("crt_row_scales"), n_rows, (
-            rows, cp.int64(n_rows), cp.int32(cols), cp.int64(row_stride(rows)), cp.int32(bits), scales, nonfinite))
-    return scales, nonfinite[0] == 0
+    return per_row_int32(_module().get_function("crt_row_scales"), rows, bits)
 
 
 _ROW_SCALES = {False: row_scales, True: _gpu_row_scales}

@@ -27,7 +27,7 @@ import numpy as np
 
 from .arrays import array_module, cupy_module, is_gpu_array
 from .errors import BackendError
-from .kernel_launch import launch_per_row, row_stride
+from .kernel_launch import launch_per_row, per_row_int32, row_stride
 
 MAX_BITS = 8  # a balanced int8 digit holds [-128, 127]
 INT32_MAX = 2**31 - 1
@@ -78,15 +78,7 @@ def exponents_of_maxima(row_max, bits: int):
 
 
 def _row_exponents_gpu(x, bits: int):
-    cp = cupy_module()
-    rows, cols = x.shape
-    exponents = cp.empty(rows, cp.int32)
-    nonfinite = cp.zeros(1, cp.int32)
-    if rows:
-        _launch_rows("ozaki_row_exponents", rows,
-                     (x, cp.int64(rows), cp.int32(cols), cp.int64(row_stride(x)), cp.int32(bits), exponents,
-                      nonfinite))
-    return exponents, nonfinite[0] == 0
+    return per_row_int32(_module().get_function("ozaki_row_exponents"), x, bits)
 
 
 # -- the seed paper's automatic number of digits ------------------------------------------------

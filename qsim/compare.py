@@ -134,7 +134,7 @@ def _row(name: str, result, accuracy: dict) -> dict:
         "peak_memory_bytes": int(result.peak_memory_bytes),
         "memory_measure": result.memory_measure,
         "splits": splits_summary(result.gate_info),
-        "x_floor": result.total_time_s / result.floor_time_s() if result.floor_time_s() else None,
+        "x_floor": result.x_floor(),
         "time_by_path": result.time_by_path(),
         "digit_pairs": result.backend_statistics.get("pairs"),
     }

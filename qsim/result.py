@@ -55,6 +55,11 @@ class Result:
             return None
         return self.n_gates * 32 * (1 << self.n_qubits) / self.copy_bandwidth_Bps
 
+    def x_floor(self):
+        """Total gate time over floor_time_s (None without a measured bandwidth)."""
+        floor = self.floor_time_s()
+        return self.total_time_s / floor if floor else None
+
     def time_by_path(self) -> dict:
         """{kernel path: {"gates", "total_s", "median_s"}} from the per-gate "kernel" reports."""
         paths = {}
@@ -120,7 +125,7 @@ class Result:
             "effective_tflops": self.tflops(),
             "copy_bandwidth_Bps": self.copy_bandwidth_Bps,
             "floor_time_s": self.floor_time_s(),
-            "x_floor": self.total_time_s / self.floor_time_s() if self.floor_time_s() else None,
+            "x_floor": self.x_floor(),
             "time_by_path": self.time_by_path(),
             "peak_memory_bytes": int(self.peak_memory_bytes),
             "memory_measure": self.memory_measure,
