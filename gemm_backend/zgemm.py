@@ -43,8 +43,8 @@ class ZgemmBackend(GemmBackend):
         return on_gpu and k <= self.small_gate_max_dim and kernel_is_faster(k, n_right)
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
-        # K = 32 goes to cuBLAS at small R, which wants a second buffer
-        return on_gpu and k <= min(self.small_gate_max_dim, 16)
+        # cuBLAS and numpy go through chunks of the workspace in place or not: a second buffer gains nothing
+        return True
 
     def apply_batched(self, u, x, out):
         n_left, k, n_right = x.shape
@@ -55,21 +55,17 @@ class ZgemmBackend(GemmBackend):
             self.last_call_info = {"kernel": "small_gate"}
             return
         self.last_call_info = {"kernel": "zgemm"}
-        if out is not x:
-            _view_product(u, x, out)
-            return
+        # in chunks also out of place: a whole-view matmul may allocate a state-sized result
+        # of its own before copying it into out (measured: an out-of-memory at 32 qubits)
         max_columns = max(1, self.workspace_bytes // (16 * k))
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
             out[ls, :, rs] = _view_product(u, x[ls, :, rs])
 
 
-def _view_product(u, block, out=None):
-    """u @ block[l] for every l of an (L, K, R) block, as one (batched) GEMM; out must be
-    C-contiguous when given."""
+def _view_product(u, block):
+    """u @ block[l] for every l of an (L, K, R) block, as one (batched) GEMM, in a new array."""
     xp = array_module(block)
     n_left, k, n_right = block.shape
     if n_right == 1:
-        rows_out = None if out is None else out.reshape(n_left, k)
-        result = xp.matmul(block.reshape(n_left, k), u.T, out=rows_out)
-        return result.reshape(n_left, k, 1)
-    return xp.matmul(u, block, out=out)
+        return xp.matmul(block.reshape(n_left, k), u.T).reshape(n_left, k, 1)
+    return xp.matmul(u, block)

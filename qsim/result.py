@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemm_backend.arrays import to_host
+from gemm_backend.arrays import array_module, to_host
 
 from .errors import SimulationError
 from .sampling import checked_integer
@@ -105,8 +105,9 @@ class Result:
         return int(text, 2)
 
     def norm(self) -> float:
-        xp_norm = float(abs((self.state.conj() * self.state).sum()) ** 0.5)
-        return xp_norm
+        """||psi||_2, through one dot product (no state-sized temporaries)."""
+        xp = array_module(self.state)
+        return float(xp.vdot(self.state, self.state).real) ** 0.5
 
     def to_dict(self) -> dict:
         """Everything but the state, JSON-ready."""
