@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from multiprocessing.connection import wait
 
 from ..errors import SimulationError
@@ -142,6 +143,8 @@ def _worker(rank, world_size, connect, job, args, pipe) -> None:
         pipe.send(("ok", value if rank == 0 else None))
         comm.close()
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which stops the others
+        if os.environ.get("QSIM_WORKER_TRACEBACK") and not isinstance(exc, SimulationError):
+            traceback.print_exc()  # for developers: where an unexpected error came from
         try:
             pipe.send(("error", one_line(exc)))
         except OSError:
