@@ -4,6 +4,8 @@ Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the 
 are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
 few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
 """
+from pathlib import Path
+
 from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
 
@@ -11,6 +13,14 @@ THREADS = 256
 WARPS_PER_BLOCK = THREADS // 32
 ROW_BLOCKS_PER_SM = 16
 ELEMENT_BLOCKS_PER_SM = 32
+KERNEL_DIR = Path(__file__).with_name("kernels")
+
+
+def raw_module(file_name: str, name_expressions):
+    """A cupy RawModule of kernels/<file_name> (C++17; headers beside it can be included)."""
+    cp = cupy_module()
+    return cp.RawModule(code=(KERNEL_DIR / file_name).read_text(), options=("--std=c++17", f"-I{KERNEL_DIR}"),
+                        name_expressions=list(name_expressions))
 
 
 def row_stride(x) -> int:

@@ -8,12 +8,12 @@ A = the state's columns (plan.a_slices digits), B = the gate (plan.b_slices digi
 """
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from .arrays import array_module, cupy_module, multiprocessor_count
 from .errors import BackendError
+from .kernel_launch import raw_module
 from .ozaki_split import row_exponents, split_rows
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
@@ -27,7 +27,6 @@ _SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
 _SHARED_PER_SM = 228 * 1024
 _SHARED_RESERVED = 1024  # per block, kept by the driver
 _EXPONENT_BYTES = 256
-_SOURCE = Path(__file__).with_name("kernels") / "ozaki_gate.cu"
 
 
 @dataclass(frozen=True)
@@ -157,9 +156,7 @@ def _device_fragment_index(k: int) -> tuple:
 # -- launch -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str):
-    cp = cupy_module()
-    module = cp.RawModule(code=_SOURCE.read_text(), options=("--std=c++17",), name_expressions=[name])
-    return module.get_function(name)
+    return raw_module("ozaki_gate.cu", [name]).get_function(name)
 
 
 def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:

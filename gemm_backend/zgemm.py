@@ -4,33 +4,39 @@ import numbers
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
+from .native_gate import DMMA_DIMS, apply_native_gate, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
+
+MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
 
 
 class ZgemmBackend(GemmBackend):
     """Reference-speed FP64 complex GEMM.
 
     Options:
-        small_gate_max_qubits: on the GPU, gates of at most this many qubits (K = 2^d <= 32)
-            use the in-place register kernel instead of cuBLAS (0 disables it).
+        dmma_min_qubits: on the GPU, gates of dmma_min_qubits..6 qubits use the in-place FP64
+            tensor-core kernel (native_gate.py); 7 disables it.
+        small_gate_max_qubits: on the GPU, smaller gates of at most this many qubits (K = 2^d <= 32)
+            use the in-place CUDA-core kernel (small_gate.py) instead of cuBLAS (0 disables it).
         workspace_bytes: scratch memory for in-place products done in chunks.
     """
 
     name = "cublas"
-    description = "FP64 complex GEMM: cuBLAS ZGEMM on the GPU, numpy on the CPU"
-    OPTIONS = ("small_gate_max_qubits", "workspace_bytes")
+    description = "FP64 complex GEMM: in-place gate kernels or cuBLAS ZGEMM on the GPU, numpy on the CPU"
+    OPTIONS = ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")
 
-    def __init__(self, small_gate_max_qubits: int = 5, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+    def __init__(self, dmma_min_qubits: int = 5, small_gate_max_qubits: int = 5,
+                 workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
         super().__init__(workspace_bytes)
-        max_kernel_qubits = SUPPORTED_DIMS[-1].bit_length() - 1
-        if (isinstance(small_gate_max_qubits, bool) or not isinstance(small_gate_max_qubits, numbers.Integral)
-                or not 0 <= small_gate_max_qubits <= max_kernel_qubits):
-            raise BackendError(
-                f"small_gate_max_qubits must be an integer in 0..{max_kernel_qubits}, got {small_gate_max_qubits!r}"
-            )
-        small_gate_max_qubits = int(small_gate_max_qubits)
+        dmma_min_qubits = _integer_option("dmma_min_qubits", dmma_min_qubits, DMMA_DIMS[0].bit_length() - 1,
+                                          MAX_DMMA_QUBITS + 1)
+        small_gate_max_qubits = _integer_option("small_gate_max_qubits", small_gate_max_qubits, 0,
+                                                SUPPORTED_DIMS[-1].bit_length() - 1)
+        self.dmma_dims = tuple(k for k in DMMA_DIMS if k >= 1 << dmma_min_qubits)
         self.small_gate_max_dim = 1 << small_gate_max_qubits if small_gate_max_qubits else 0
-        self.options = {"small_gate_max_qubits": small_gate_max_qubits, "workspace_bytes": self.workspace_bytes}
+        self.options = {"dmma_min_qubits": dmma_min_qubits, "small_gate_max_qubits": small_gate_max_qubits,
+                        "workspace_bytes": self.workspace_bytes}
+        self._fragments = {}  # id(u) -> (u, its DMMA fragments), made by prepare()
 
     def matmul(self, a, b):
         xp = array_module(a)
@@ -42,6 +48,13 @@ class ZgemmBackend(GemmBackend):
     def _uses_small_gate_kernel(self, k: int, n_right: int, on_gpu: bool) -> bool:
         return on_gpu and k <= self.small_gate_max_dim and kernel_is_faster(k, n_right)
 
+    def prepare(self, u) -> None:
+        if is_gpu_array(u) and u.shape[0] in self.dmma_dims:
+            self._fragments[id(u)] = (u, gate_fragments(u))
+
+    def finish_run(self) -> None:
+        self._fragments.clear()
+
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         # cuBLAS and numpy go through chunks of the workspace in place or not: a second buffer gains nothing
         return True
@@ -50,6 +63,11 @@ class ZgemmBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
+        if on_gpu and k in self.dmma_dims:
+            prepared = self._fragments.get(id(u))
+            apply_native_gate(u, x, out, fragments=prepared[1] if prepared and prepared[0] is u else None)
+            self.last_call_info = {"kernel": "dmma"}
+            return
         if self._uses_small_gate_kernel(k, n_right, on_gpu):
             apply_small_gate(u, x, out)
             self.last_call_info = {"kernel": "small_gate"}
@@ -60,6 +78,12 @@ class ZgemmBackend(GemmBackend):
         max_columns = max(1, self.workspace_bytes // (16 * k))
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
             out[ls, :, rs] = _view_product(u, x[ls, :, rs])
+
+
+def _integer_option(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise BackendError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    return int(value)
 
 
 def _view_product(u, block):

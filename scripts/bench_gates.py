@@ -21,6 +21,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 import gemm_backend  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
 from qsim.apply import apply_plan, apply_plan_pair, plan_gate  # noqa: E402
+from qsim.compare import parse_label  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402
@@ -90,7 +91,8 @@ def main():
     parser.add_argument("--gate-sizes", type=int, nargs="+", default=list(range(2, 11)))
     parser.add_argument("--targets", nargs="+", default=["0", "middle", "top"],
                         help="first target qubits: integers, 'middle', 'top'")
-    parser.add_argument("--backends", default="cublas", help="comma-separated; the first is the baseline")
+    parser.add_argument("--backends", default="cublas",
+                        help="comma-separated labels name[@option=value...]; the first is the baseline")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch", type=int, default=3, help="gates applied back to back per timed sample")
@@ -101,10 +103,9 @@ def main():
         check_output_path_or_exit(args.json, "--json", parser.prog)
     device = resolve_device(args.device)
     backends = {}
-    for name in args.backends.split(","):
-        name, _, option = name.partition(":")  # e.g. int8-8:fused=False
-        options = dict(_option(o) for o in option.split(";") if o)
-        backends[name + (":" + option if option else "")] = gemm_backend.get(name, **options)
+    for label in args.backends.split(","):
+        name, options = parse_label(label)  # e.g. cublas@dmma_min_qubits=7, as in qsim compare
+        backends[label] = gemm_backend.get(name, **options)
     bandwidth = copy_bandwidth(device.on_gpu)
     print(f"device {device.name()}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, backends {', '.join(backends)}")
     rows = []
@@ -115,7 +116,7 @@ def main():
             device.xp.get_default_memory_pool().free_all_blocks()
     columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "q", "{}"), ("floor_ms", "floor", "{:.2f}")]
     for label in backends:
-        short = label.split(":")[0]
+        short = label.split("@")[0]
         columns += [(f"{label}_ms", f"{short}_ms", "{:.2f}"), (f"{label}_x_floor", "x_flr", "{:.2f}"),
                     (f"{label}_x_base", "x_base", "{:.2f}"), (f"{label}_kernel", "path", "{}"),
                     (f"{label}_plan", "plan", "{}")]
@@ -125,11 +126,6 @@ def main():
     if args.json:
         write_json(args.json, {"bandwidth_Bps": bandwidth, "device": device.name(), "backends": list(backends),
                                "rows": rows})
-
-
-def _option(text: str):
-    key, _, value = text.partition("=")
-    return key, {"True": True, "False": False}.get(value, value)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@
 // so its bits equal the numpy path's. The plan (SX, SG, TOP and the chunk tops, a bit mask) is
 // compiled in: every loop over digit pairs unrolls to exactly the products the plan keeps.
 //
-// Work split (blocks of up to 8 warps, a persistent grid): a warp owns COLUMNS = 8 NT
-// consecutive columns (l, r) and all 2K outputs of them. mma "n" = column, "k" = embedded input
+// Work split: the tile skeleton of gate_tiles.cuh (a warp owns 8 NT columns; blocks of up to 8
+// warps, a persistent grid, optional cp.async prefetch). mma "n" = column, "k" = embedded input
 // index (permuted: lane t of a quad owns amplitudes 4j + t), "m" = embedded output row (m-tile mt
 // holds amplitudes 8 mt + g, Re in rows g, Im in rows g + 8). The column digits live in
-// registers; the gate fragments in shared memory. With PREFETCH, each lane copies the next
-// tile's amplitudes it will own into shared memory (cp.async) while the current tile is
-// computed. Columns are disjoint between warps and a warp reads its tile whole before writing
-// it, so out may alias x.
+// registers; the gate fragments in shared memory.
+
+#include "gate_tiles.cuh"
 
 #define MAX_WARPS_PER_BLOCK 8
 #define DIGIT_BITS 8
@@ -104,25 +103,9 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0,
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void copy_async_16(void *shared, const void *global, bool valid)
-{
-    const unsigned address = (unsigned)__cvta_generic_to_shared(shared);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(global), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
 // The column this lane loads for its n-tile (mma column n = g): sigma(n) = 4 (n & 1) + (n >> 1),
 // so that the stores (columns 2t and 2t + 1 of each lane) cover 4 consecutive columns per half.
 __device__ __forceinline__ int load_column(int g) { return 4 * (g & 1) + (g >> 1); }
-
-template <int K, class Pointer>
-__device__ __forceinline__ Pointer column_base(Pointer x, long long column, int log2_right)
-{
-    const long long right = 1LL << log2_right;
-    return x + (column >> log2_right) * K * right + (column & (right - 1));
-}
 
 // The compiled-in plan: p + q = t, 1 <= p <= SX, 1 <= q <= SG, t <= TOP; the chunk with top
 // diagonal `top` (bit `top` of CHUNK_TOPS) reaches down to just above the next chunk top, or to 2.
@@ -150,52 +133,12 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, 
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const int warps = blockDim.x >> 5;
     const long long right = 1LL << log2_right;
     double2 *my_stage = staged + warp * NT * SLOTS * 32;
-    const long long n_tiles = (n_columns + COLUMNS - 1) / COLUMNS;
-    const long long tile_step = (long long)gridDim.x * warps;
-    long long tile = blockIdx.x * (long long)warps + warp;
     int found_bad = 0;
-
-    auto fetch = [&](long long tile_index, double2 (&v)[NT][SLOTS], bool to_stage) {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-            const long long column = tile_index * COLUMNS + nt * 8 + load_column(g);
-            const bool column_ok = tile_index < n_tiles && column < n_columns;
-            const double2 *base = column_base<K>(x, column_ok ? column : 0, log2_right);
-#pragma unroll
-            for (int j = 0; j < SLOTS; ++j) {
-                const int amplitude = 4 * j + t;
-                const bool ok = column_ok && amplitude < K;
-                const double2 *source = base + (ok ? amplitude : 0) * right;
-                if (to_stage)
-                    copy_async_16(&my_stage[(nt * SLOTS + j) * 32 + lane], source, ok);
-                else
-                    v[nt][j] = ok ? __ldcs(source) : make_double2(0.0, 0.0);
-            }
-        }
-    };
-
-    double2 v[NT][SLOTS];
-    if (PREFETCH) {
-        fetch(tile, v, true);
-        copy_async_commit();
-    }
-    for (; tile < n_tiles; tile += tile_step) {
-        if (PREFETCH) {
-            copy_async_wait_all();
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int j = 0; j < SLOTS; ++j) v[nt][j] = my_stage[(nt * SLOTS + j) * 32 + lane];
-            __syncwarp();
-            fetch(tile + tile_step, v, true);  // lands while this tile is computed
-            copy_async_commit();
-        } else {
-            fetch(tile, v, false);
-        }
-
+    auto column_in_tile = [g](int nt) { return nt * 8 + load_column(g); };
+    for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, log2_right, my_stage, column_in_tile,
+                                          [&](long long tile, double2 (&v)[NT][SLOTS]) {
         // column exponents (a quad holds one column) from the high words of |x|, then the digits,
         // transposed into mma B fragments
         int exponent[NT];
@@ -342,7 +285,6 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, 
                     __stcs(column_base<K>(out, column, log2_right) + amplitude * right, value);
                 }
         }
-    }
+    });
     if (found_bad) *nonfinite = 1;
-    if (PREFETCH) copy_async_wait_all();
 }

@@ -1,0 +1,74 @@
+// FP64 tensor-core gate, in place: out[l, :, r] = U @ x[l, :, r] on a C-contiguous (L, K, R)
+// complex128 view, every amplitude read once and written once (gemm_backend/native_gate.py).
+// The complex product is the real one of the embedded matrices:
+//   [Re o]   [Ur  -Ui] [Re i]
+//   [Im o] = [Ui   Ur] [Im i]       (4 K^2 real FMAs per column, as in ZGEMM)
+// on mma.sync m16n8k4 f64 (DMMA): "n" = column, "k" = embedded input (k-step 2 j: Re, 2 j + 1: Im
+// of the amplitudes 4 j + t that lane t of a quad holds), "m" = embedded output (m-tile mt: rows g
+// = Re, rows g + 8 = Im of amplitude 8 mt + g). So the accumulator of a lane holds whole complex
+// outputs: (d0, d2) of column 2 t, (d1, d3) of column 2 t + 1, for amplitude 8 mt + g.
+// The tiles, loads and prefetch are the skeleton of gate_tiles.cuh, shared with the INT8 kernel.
+// The gate sits in shared memory as (Ur, Ui) pairs in fragment order; the Im k-step's A operand
+// (-Ui, Ur) is made from the same pair.
+
+#include "gate_tiles.cuh"
+
+#define MAX_WARPS_PER_BLOCK 8
+
+// d += A b for A 16 x 4 (this lane: a0 = A[g][t], a1 = A[g + 8][t]), B 4 x 8 (b = B[t][g]),
+// D 16 x 8 (d0, d1 = D[g][2t], D[g][2t + 1]; d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]).
+__device__ __forceinline__ void mma_f64(double (&d)[4], double a0, double a1, double b)
+{
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a0), "d"(a1), "d"(b));
+}
+
+template <int K, int NT, bool PREFETCH, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
+native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, const double2 *__restrict__ gate)
+{
+    static_assert(K >= 8 && (K & (K - 1)) == 0, "K must be a power of two >= 8");
+    constexpr int MT = K / 8, SLOTS = K / 4;
+    extern __shared__ double2 shared[];
+    double2 *gate_shared = shared;                   // [MT][SLOTS][32]: (Ur, Ui)[8 mt + g][4 j + t]
+    double2 *staged = gate_shared + MT * SLOTS * 32;  // per warp [NT][SLOTS][32]
+    for (int i = threadIdx.x; i < MT * SLOTS * 32; i += blockDim.x) gate_shared[i] = gate[i];
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const long long right = 1LL << log2_right;
+    auto column_in_tile = [g](int nt) { return nt * 8 + g; };
+    for_each_tile<K, NT, SLOTS, PREFETCH>(
+        x, n_columns, log2_right, staged + warp * NT * SLOTS * 32, column_in_tile,
+        [&](long long tile, double2 (&v)[NT][SLOTS]) {
+#pragma unroll 1
+            for (int mt = 0; mt < MT; ++mt) {
+                double acc[NT][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0;
+                const double2 *gate_row = gate_shared + mt * SLOTS * 32 + lane;
+#pragma unroll
+                for (int j = 0; j < SLOTS; ++j) {
+                    const double2 u = gate_row[j * 32];
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt) {
+                        mma_f64(acc[nt], u.x, u.y, v[nt][j].x);
+                        mma_f64(acc[nt], -u.y, u.x, v[nt][j].y);
+                    }
+                }
+                const int amplitude = 8 * mt + g;
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const long long column = tile * 8 * NT + nt * 8 + 2 * t + half;
+                        if (column < n_columns)
+                            __stcs(column_base<K>(out, column, log2_right) + amplitude * right,
+                                   make_double2(acc[nt][half], acc[nt][2 + half]));
+                    }
+            }
+        });
+}

@@ -1,0 +1,107 @@
+"""The FP64 tensor-core gate kernel (kernels/native_gate.cu): out[l] = U @ x[l] on an (L, K, R)
+view, in place, for K = 8..64 and every stride R.
+
+The CUDA-core kernel (small_gate.py) is bound by its FP64 FMAs from K = 32 (8 K^2 flops per
+column on the CUDA cores), and cuBLAS pays a second pass through memory; here the products run on
+DMMA (mma.sync m16n8k4 f64) inside the tile skeleton of the fused INT8 kernel, so each amplitude is
+read once and written once.
+"""
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arrays import array_module, cupy_module, multiprocessor_count
+from .errors import BackendError
+from .kernel_launch import raw_module
+
+DMMA_DIMS = (8, 16, 32, 64)
+MAX_WARPS = 8
+_SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
+_SHARED_PER_SM = 228 * 1024
+_SHARED_RESERVED = 1024  # per block, kept by the driver
+
+
+@dataclass(frozen=True)
+class NativeLaunch:
+    """One kernel variant and its launch shape."""
+
+    k: int
+    n_tiles: int  # NT: 8-column mma tiles per warp
+    prefetch: bool
+    blocks_per_sm: int
+    warps: int = MAX_WARPS
+
+    @property
+    def name(self) -> str:
+        return f"native_gate<{self.k}, {self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}>"
+
+    @property
+    def gate_bytes(self) -> int:
+        return 16 * (self.k // 8) * (self.k // 4) * 32
+
+    @property
+    def stage_bytes_per_warp(self) -> int:
+        return 16 * self.n_tiles * (self.k // 4) * 32 if self.prefetch else 0
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.gate_bytes + self.warps * self.stage_bytes_per_warp
+
+
+def default_launch(k: int) -> NativeLaunch:
+    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, every first target)."""
+    if k not in DMMA_DIMS:
+        raise BackendError(f"the DMMA gate kernel takes K in {DMMA_DIMS}, got {k}")
+    return launch_shape(k, n_tiles=2, prefetch=True, blocks_per_sm=1 if k == 64 else 2)
+
+
+def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int) -> NativeLaunch:
+    """A NativeLaunch with as many warps (up to 8) as shared memory allows at blocks_per_sm."""
+    limit = _SHARED_LIMIT if blocks_per_sm == 1 else _SHARED_PER_SM // blocks_per_sm - _SHARED_RESERVED
+    shape = NativeLaunch(k, n_tiles, prefetch, blocks_per_sm)
+    if shape.shared_bytes <= limit:
+        return shape
+    warps = (limit - shape.gate_bytes) // max(1, shape.stage_bytes_per_warp)
+    if warps < 4:
+        raise BackendError(f"no shared memory for {shape.name} at {blocks_per_sm} block(s) per multiprocessor")
+    return NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, int(warps))
+
+
+def gate_fragments(u):
+    """(K/8, K/4, 32, 2) float64 on u's device: for m-tile mt, slot j and lane (g, t) =
+    (lane // 4, lane % 4), (Re, Im) of u[8 mt + g, 4 j + t], the A operand pairs of native_gate.cu."""
+    xp = array_module(u)
+    k = u.shape[0]
+    lane = np.arange(32)
+    rows = 8 * np.arange(k // 8)[:, None, None] + (lane // 4)[None, None, :]
+    cols = 4 * np.arange(k // 4)[None, :, None] + (lane % 4)[None, None, :]
+    picked = xp.asarray(u, dtype=xp.complex128)[xp.asarray(rows), xp.asarray(cols)]
+    return xp.ascontiguousarray(xp.stack([picked.real, picked.imag], axis=-1))
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str):
+    return raw_module("native_gate.cu", [name]).get_function(name)
+
+
+def apply_native_gate(u, x, out, launch: NativeLaunch = None, fragments=None) -> None:
+    """out[l] = u @ x[l]. u: (K, K) complex128 cupy; x, out: C-contiguous (L, K, R) complex128
+    cupy views (out may be x), R a power of two, K in DMMA_DIMS. fragments: gate_fragments(u),
+    when made beforehand."""
+    cp = cupy_module()
+    n_left, k, n_right = x.shape
+    launch = default_launch(k) if launch is None else launch
+    if launch.k != k:
+        raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")
+    if n_right & (n_right - 1) or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        raise BackendError("the DMMA gate kernel needs C-contiguous (L, K, R) views with R a power of two")
+    fragments = gate_fragments(u) if fragments is None else fragments
+    kernel = _kernel(launch.name)
+    kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
+    n_columns = n_left * n_right
+    columns_per_block = 8 * launch.n_tiles * launch.warps
+    blocks = max(1, min(launch.blocks_per_sm * multiprocessor_count(), -(-n_columns // columns_per_block)))
+    kernel((blocks,), (32 * launch.warps,),
+           (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments),
+           shared_mem=launch.shared_bytes)

@@ -1,0 +1,120 @@
+"""The FP64 tensor-core (DMMA) gate kernel: its fragment layout on the CPU, its results on the GPU."""
+import numpy as np
+import pytest
+
+import gemm_backend
+from gemm_backend import BackendError
+from gemm_backend.native_gate import DMMA_DIMS, NativeLaunch, default_launch, gate_fragments, launch_shape
+from .helpers import crandn
+
+
+def emulate_tile(fragments, columns):
+    """What native_gate.cu computes for one 8-column n-tile, from the documented mma.sync
+    m16n8k4 f64 layouts: A (a0, a1) = A[g][t], A[g + 8][t]; B b = B[t][g]; D d0, d1 = D[g][2t],
+    D[g][2t + 1], d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]. columns: (K, 8) complex; returns (K, 8)."""
+    k = columns.shape[0]
+    out = np.zeros((k, 8), complex)
+    for mt in range(k // 8):
+        d = np.zeros((16, 8))
+        for j in range(k // 4):
+            for step in range(2):  # the Re, then the Im k-step of slot j
+                a, b = np.zeros((16, 4)), np.zeros((4, 8))
+                for lane in range(32):
+                    g, t = divmod(lane, 4)
+                    ur, ui = fragments[mt, j, lane]
+                    a[g, t], a[g + 8, t] = (ur, ui) if step == 0 else (-ui, ur)
+                    value = columns[4 * j + t, g]
+                    b[t, g] = value.real if step == 0 else value.imag
+                d += a @ b
+        for lane in range(32):
+            g, t = divmod(lane, 4)
+            for half in range(2):
+                out[8 * mt + g, 2 * t + half] = complex(d[g, 2 * t + half], d[g + 8, 2 * t + half])
+    return out
+
+
+@pytest.mark.parametrize("k", [8, 16])
+def test_fragment_layout_gives_the_product(k, rng):
+    u, columns = crandn(rng, k, k), crandn(rng, k, 8)
+    assert np.abs(emulate_tile(gate_fragments(u), columns) - u @ columns).max() < 1e-13
+
+
+def test_launch_shapes_fit_shared_memory():
+    for k in DMMA_DIMS:
+        launch = default_launch(k)
+        assert launch.shared_bytes <= (227 << 10) // launch.blocks_per_sm
+    # K = 64 with 4 n-tiles per warp: (227 KiB - 64 KiB of gate) / 32 KiB of stage per warp
+    assert launch_shape(64, 4, True, 1).warps == 5
+    with pytest.raises(BackendError, match="takes K in"):
+        default_launch(4)
+    assert NativeLaunch(32, 2, True, 2).name == "native_gate<32, 2, true, 2>"
+
+
+def test_dmma_option_is_checked():
+    with pytest.raises(BackendError, match=r"dmma_min_qubits must be an integer in 3\.\.7, got 2"):
+        gemm_backend.get("cublas", dmma_min_qubits=2)
+    assert gemm_backend.get("cublas", dmma_min_qubits=7).dmma_dims == ()
+    assert gemm_backend.get("cublas").dmma_dims == (32, 64)
+
+
+def _strides(n_qubits, d):
+    return [(1 << (n_qubits - d - q), 1 << q) for q in range(n_qubits - d + 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", DMMA_DIMS)
+def test_gpu_kernel_matches_numpy_at_every_stride(k, rng):
+    import cupy as cp
+
+    from gemm_backend.native_gate import apply_native_gate
+
+    d = k.bit_length() - 1
+    u = crandn(rng, k, k)
+    for n_left, n_right in _strides(d + 7, d):
+        x = crandn(rng, n_left, k, n_right)
+        expected = np.einsum("ij,ljr->lir", u, x)
+        x_gpu = cp.asarray(x)
+        out = cp.full_like(x_gpu, np.nan)
+        apply_native_gate(cp.asarray(u), x_gpu, out)
+        assert np.abs(out.get() - expected).max() < 1e-12, (n_left, n_right)
+        apply_native_gate(cp.asarray(u), x_gpu, x_gpu)  # in place
+        assert np.abs(x_gpu.get() - expected).max() < 1e-12, (n_left, n_right)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 32, 1), (3, 32, 1), (1, 64, 2), (5, 16, 3)])
+@pytest.mark.parametrize("variant", [(1, False, 1), (2, True, 2), (4, True, 1)])
+def test_gpu_variants_and_partial_tiles(shape, variant, rng):
+    # fewer columns than one tile, and R not a power of two is refused
+    import cupy as cp
+
+    from gemm_backend.native_gate import apply_native_gate
+
+    k = shape[1]
+    u, x = crandn(rng, k, k), crandn(rng, *shape)
+    x_gpu = cp.asarray(x)
+    if shape[2] & (shape[2] - 1):
+        with pytest.raises(BackendError, match="power of two"):
+            apply_native_gate(cp.asarray(u), x_gpu, x_gpu)
+        return
+    apply_native_gate(cp.asarray(u), x_gpu, x_gpu, launch_shape(k, *variant))
+    assert np.abs(x_gpu.get() - np.einsum("ij,ljr->lir", u, x)).max() < 1e-12
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gate_size", [1, 2, 3, 4, 5, 6])
+def test_gpu_engine_with_every_kernel_path_matches_dense(gate_size, rng):
+    """Every first target q of a d-qubit gate on 14 qubits, through the cublas backend with the
+    DMMA kernel from d = 3 on (and the CUDA-core kernel below), against the CPU engine."""
+    from circuits import Circuit, Gate, haar_unitary
+    from qsim import Simulator
+
+    n_qubits = 14
+    gates = [Gate(tuple(range(q, q + gate_size)), haar_unitary(1 << gate_size, rng))
+             for q in range(n_qubits - gate_size + 1)]
+    circuit = Circuit(n_qubits, gates)
+    cpu = Simulator(device="cpu", progress=False).run(circuit).state
+    gpu = Simulator(backend="cublas", device="gpu", progress=False, dmma_min_qubits=3).run(circuit)
+    assert np.abs(gpu.state_vector() - cpu).max() < 1e-12
+    kernels = {info["kernel"] for info in gpu.gate_info}
+    assert kernels == ({"dmma"} if gate_size >= 3 else {"small_gate"})
