@@ -31,6 +31,7 @@ import gemm_backend  # noqa: E402
 from circuits import brickwork  # noqa: E402
 from gemm_backend.arrays import cupy_module, gpu_available  # noqa: E402
 from qsim import SimulationError, Simulator  # noqa: E402
+from qsim.compare import parse_label  # noqa: E402
 from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, print_table  # noqa: E402
 
@@ -188,8 +189,7 @@ def sample_indices(n_qubits: int, seed: int) -> np.ndarray:
 
 def run_backend(label, circuit, floor_s, reference, cp) -> tuple:
     """(table row, JSON record) of one backend's run of the circuit, compared with `reference`."""
-    name, _, option_text = label.partition(":")  # e.g. int8-8:fused=False
-    options = dict(_option(o) for o in option_text.split(";") if o)
+    name, options = parse_label(label)  # e.g. cublas@dmma_min_qubits=7
     simulator = Simulator(name, device="gpu", progress=False, **options)
     result = simulator.run(circuit)
     amp0 = result.amplitude(0)
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     parser.add_argument("--gate-size", type=int, default=5)
     parser.add_argument("--depth", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--backends", default="cublas,int8-auto", help="comma-separated, e.g. int8-8:fused=False")
+    parser.add_argument("--backends", default="cublas,int8-auto", help="comma-separated labels name[@option=value...], e.g. cublas@dmma_min_qubits=7")
     parser.add_argument("--custatevec-lib", metavar="PATH",
                         help="libcustatevec.so (default: $CUSTATEVEC_LIB, cusv/, .cusv/)")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"], help="gpu only (cpu is refused)")
@@ -305,11 +305,6 @@ def main(argv=None) -> int:
         write_json(args.json, report)
     print_table(rows, COLUMNS)
     return 0
-
-
-def _option(text: str):
-    key, _, value = text.partition("=")
-    return key, {"True": True, "False": False}.get(value, value)
 
 
 if __name__ == "__main__":
