@@ -3,6 +3,9 @@
 #   bash scripts/gpu_round2.sh tests   -> gpu-marked tests, then the gate table at N = 30
 #   bash scripts/gpu_round2.sh runs    -> headline runs, Ozaki-II square GEMM, per-gate errors at N = 28
 #   bash scripts/gpu_round2.sh compare -> compare at N = 30 against double-double, trajectories
+#   bash scripts/gpu_round2.sh native  -> DMMA kernel tests, launch variants, gate table and runs at N = 30
+#   bash scripts/gpu_round2.sh custatevec -> the N = 30 brickwork through cuStateVec and our engine
+#     (carry .cusv/ with the custatevec-cu13 wheel instead of .whl/: both exceed the transfer limit)
 # Outputs (logs, JSON) go to $OUT (or ./out). Wheels for qiskit are taken from .whl/ when present.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
@@ -37,5 +40,21 @@ compare)
     --backends cublas,int8-auto,int8-auto@rho=0,int8-auto@rho=1 --json "$out/compare30.json" 2>&1 | tail -8
   python3 scripts/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 10 --device gpu \
     --json "$out/bench_trajectories.json" 2>&1 | tail -14
+  ;;
+native)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_native_gate.py tests/test_zgemm.py tests/test_ozaki_gate.py \
+    2>&1 | tee "$out/gpu_tests_native.log" | tail -8
+  python3 scripts/dev_native_variants.py --qubits 30 --gate-sizes 3 4 5 6 2>&1 | tee "$out/native_variants.log"
+  python3 scripts/bench_gates.py --qubits 30 --gate-sizes 2 3 4 5 6 --targets 0 1 2 3 middle top \
+    --backends cublas,cublas@dmma_min_qubits=7,cublas@dmma_min_qubits=3,int8-auto --device gpu \
+    --json "$out/bench_gates_native.json" 2>&1 | tail -32
+  for b in cublas int8-auto; do
+    python3 -m qsim.cli run --qubits 30 --gate-size 5 --depth 20 --seed 1 --backend $b --no-progress \
+      --json "$out/run30_native_$b.json" 2>&1 | tail -6
+  done
+  ;;
+custatevec)
+  python3 scripts/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \
+    --backends cublas,cublas@dmma_min_qubits=7,int8-auto --json "$out/custatevec30.json" 2>&1 | tail -12
   ;;
 esac
