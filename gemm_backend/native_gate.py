@@ -16,6 +16,7 @@ from .errors import BackendError
 from .kernel_launch import raw_module
 
 DMMA_DIMS = (8, 16, 32, 64)
+SMALL_STRIDE = 8  # R up to this takes the small-stride launch shape
 MAX_WARPS = 8
 _SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
 _SHARED_PER_SM = 228 * 1024
@@ -49,11 +50,24 @@ class NativeLaunch:
         return self.gate_bytes + self.warps * self.stage_bytes_per_warp
 
 
-def default_launch(k: int) -> NativeLaunch:
-    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, every first target)."""
+def default_launch(k: int, n_right: int) -> NativeLaunch:
+    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, first targets 0..3, middle
+    and top): no prefetch (the cp.async stage cost 1.3-1.5x the floor), one n-tile per warp and two
+    blocks per multiprocessor at small strides and at K = 64, two n-tiles and one block at large
+    strides (K = 32: 1.08x the floor against 1.15x)."""
     if k not in DMMA_DIMS:
         raise BackendError(f"the DMMA gate kernel takes K in {DMMA_DIMS}, got {k}")
-    return launch_shape(k, n_tiles=2, prefetch=True, blocks_per_sm=1 if k == 64 else 2)
+    if k == 64 or n_right <= SMALL_STRIDE:
+        return launch_shape(k, n_tiles=1, prefetch=False, blocks_per_sm=2)
+    return launch_shape(k, n_tiles=2, prefetch=False, blocks_per_sm=1)
+
+
+def dmma_preferred(k: int, n_right: int) -> bool:
+    """Whether this kernel should take inner size k at stride R rather than the CUDA-core one
+    (small_gate.py), measured on the H100 at N = 30: from K = 32 always (FP64 FMAs bound that one
+    at 1.35-1.47x the floor); at K = 16 for small strides (1.07x against 1.44x) but not large ones
+    (1.10x against 1.06x). At K = 8 both are within 1.12x (small strides), which the caller decides."""
+    return k in DMMA_DIMS and (k >= 32 or n_right <= SMALL_STRIDE)
 
 
 def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int) -> NativeLaunch:
@@ -91,7 +105,7 @@ def apply_native_gate(u, x, out, launch: NativeLaunch = None, fragments=None) ->
     when made beforehand."""
     cp = cupy_module()
     n_left, k, n_right = x.shape
-    launch = default_launch(k) if launch is None else launch
+    launch = default_launch(k, n_right) if launch is None else launch
     if launch.k != k:
         raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")
     if n_right & (n_right - 1) or not (x.flags.c_contiguous and out.flags.c_contiguous):

@@ -4,7 +4,7 @@ import numbers
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
-from .native_gate import DMMA_DIMS, apply_native_gate, gate_fragments
+from .native_gate import DMMA_DIMS, apply_native_gate, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
@@ -15,7 +15,8 @@ class ZgemmBackend(GemmBackend):
 
     Options:
         dmma_min_qubits: on the GPU, gates of dmma_min_qubits..6 qubits use the in-place FP64
-            tensor-core kernel (native_gate.py); 7 disables it.
+            tensor-core kernel (native_gate.py) where it was measured faster (dmma_preferred: from
+            5 qubits always, 4 qubits at strides up to 8); 7 disables it.
         small_gate_max_qubits: on the GPU, smaller gates of at most this many qubits (K = 2^d <= 32)
             use the in-place CUDA-core kernel (small_gate.py) instead of cuBLAS (0 disables it).
         workspace_bytes: scratch memory for in-place products done in chunks.
@@ -25,7 +26,7 @@ class ZgemmBackend(GemmBackend):
     description = "FP64 complex GEMM: in-place gate kernels or cuBLAS ZGEMM on the GPU, numpy on the CPU"
     OPTIONS = ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")
 
-    def __init__(self, dmma_min_qubits: int = 5, small_gate_max_qubits: int = 5,
+    def __init__(self, dmma_min_qubits: int = 4, small_gate_max_qubits: int = 5,
                  workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
         super().__init__(workspace_bytes)
         dmma_min_qubits = _integer_option("dmma_min_qubits", dmma_min_qubits, DMMA_DIMS[0].bit_length() - 1,
@@ -63,7 +64,7 @@ class ZgemmBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        if on_gpu and k in self.dmma_dims:
+        if on_gpu and k in self.dmma_dims and dmma_preferred(k, n_right):
             prepared = self._fragments.get(id(u))
             apply_native_gate(u, x, out, fragments=prepared[1] if prepared and prepared[0] is u else None)
             self.last_call_info = {"kernel": "dmma"}

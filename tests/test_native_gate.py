@@ -4,7 +4,8 @@ import pytest
 
 import gemm_backend
 from gemm_backend import BackendError
-from gemm_backend.native_gate import DMMA_DIMS, NativeLaunch, default_launch, gate_fragments, launch_shape
+from gemm_backend.native_gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
+                                      launch_shape)
 from .helpers import crandn
 
 
@@ -41,12 +42,13 @@ def test_fragment_layout_gives_the_product(k, rng):
 
 def test_launch_shapes_fit_shared_memory():
     for k in DMMA_DIMS:
-        launch = default_launch(k)
-        assert launch.shared_bytes <= (227 << 10) // launch.blocks_per_sm
+        for n_right in (1, 1 << 20):
+            launch = default_launch(k, n_right)
+            assert launch.shared_bytes <= (227 << 10) // launch.blocks_per_sm
     # K = 64 with 4 n-tiles per warp: (227 KiB - 64 KiB of gate) / 32 KiB of stage per warp
     assert launch_shape(64, 4, True, 1).warps == 5
     with pytest.raises(BackendError, match="takes K in"):
-        default_launch(4)
+        default_launch(4, 1)
     assert NativeLaunch(32, 2, True, 2).name == "native_gate<32, 2, true, 2>"
 
 
@@ -54,7 +56,12 @@ def test_dmma_option_is_checked():
     with pytest.raises(BackendError, match=r"dmma_min_qubits must be an integer in 3\.\.7, got 2"):
         gemm_backend.get("cublas", dmma_min_qubits=2)
     assert gemm_backend.get("cublas", dmma_min_qubits=7).dmma_dims == ()
-    assert gemm_backend.get("cublas").dmma_dims == (32, 64)
+    assert gemm_backend.get("cublas").dmma_dims == (16, 32, 64)
+
+
+def test_dmma_is_preferred_where_measured_faster():
+    assert dmma_preferred(32, 1 << 20) and dmma_preferred(64, 1) and dmma_preferred(16, 8)
+    assert not dmma_preferred(16, 16) and not dmma_preferred(4, 1)
 
 
 def _strides(n_qubits, d):
@@ -83,7 +90,7 @@ def test_gpu_kernel_matches_numpy_at_every_stride(k, rng):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 32, 1), (3, 32, 1), (1, 64, 2), (5, 16, 3)])
-@pytest.mark.parametrize("variant", [(1, False, 1), (2, True, 2), (4, True, 1)])
+@pytest.mark.parametrize("variant", [(1, False, 2), (2, False, 1), (1, True, 1), (4, True, 1)])
 def test_gpu_variants_and_partial_tiles(shape, variant, rng):
     # fewer columns than one tile, and R not a power of two is refused
     import cupy as cp
@@ -116,5 +123,6 @@ def test_gpu_engine_with_every_kernel_path_matches_dense(gate_size, rng):
     cpu = Simulator(device="cpu", progress=False).run(circuit).state
     gpu = Simulator(backend="cublas", device="gpu", progress=False, dmma_min_qubits=3).run(circuit)
     assert np.abs(gpu.state_vector() - cpu).max() < 1e-12
-    kernels = {info["kernel"] for info in gpu.gate_info}
-    assert kernels == ({"dmma"} if gate_size >= 3 else {"small_gate"})
+    expected = ["dmma" if gate_size >= 3 and (gate_size >= 5 or q <= 3) else "small_gate"
+                for q in range(n_qubits - gate_size + 1)]  # dmma_preferred: R = 2^q <= 8 below 5 qubits
+    assert [info["kernel"] for info in gpu.gate_info] == expected
