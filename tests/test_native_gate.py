@@ -126,3 +126,20 @@ def test_gpu_engine_with_every_kernel_path_matches_dense(gate_size, rng):
     expected = ["dmma" if gate_size >= 3 and (gate_size >= 5 or q <= 3) else "small_gate"
                 for q in range(n_qubits - gate_size + 1)]  # dmma_preferred: R = 2^q <= 8 below 5 qubits
     assert [info["kernel"] for info in gpu.gate_info] == expected
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cublas", "int8-auto"])
+def test_gpu_warm_up_leaves_no_slow_gate(backend, rng):
+    """Gates of 2..6 qubits at small and large strides, each kernel path first used inside the run:
+    the warm-up must have built them all, so no timed gate takes over 3x the run's median."""
+    from circuits import Circuit, Gate, haar_unitary
+    from qsim import Simulator
+
+    n_qubits = 26
+    placements = [(d, q) for d in range(2, 7) for q in (0, 1, 3, 9, n_qubits - d)]
+    order = rng.permutation(len(placements))
+    gates = [Gate(tuple(range(q, q + d)), haar_unitary(1 << d, rng)) for d, q in (placements[i] for i in order)]
+    result = Simulator(backend=backend, device="gpu", progress=False).run(Circuit(n_qubits, gates * 2))
+    times = np.array(result.gate_times_s)
+    assert times.max() <= 3 * np.median(times), (times.max(), np.median(times))
