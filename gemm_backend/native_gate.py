@@ -17,6 +17,7 @@ from .kernel_launch import raw_module
 
 DMMA_DIMS = (8, 16, 32, 64)
 SMALL_STRIDE = 8  # R up to this takes the small-stride launch shape
+STAGED_STRIDE_LIMIT = 32  # small_gate.py stages tiles (slowly, at K = 16) below this stride
 MAX_WARPS = 8
 _SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
 _SHARED_PER_SM = 228 * 1024
@@ -32,10 +33,12 @@ class NativeLaunch:
     prefetch: bool
     blocks_per_sm: int
     warps: int = MAX_WARPS
+    mma_k: int = 4  # DMMA shape m16n8k4 or m16n8k8
 
     @property
     def name(self) -> str:
-        return f"native_gate<{self.k}, {self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}>"
+        return (f"native_gate<{self.k}, {self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}, "
+                f"{self.mma_k}>")
 
     @property
     def gate_bytes(self) -> int:
@@ -67,19 +70,19 @@ def dmma_preferred(k: int, n_right: int) -> bool:
     (small_gate.py), measured on the H100 at N = 30: from K = 32 always (FP64 FMAs bound that one
     at 1.35-1.47x the floor); at K = 16 for small strides (1.07x against 1.44x) but not large ones
     (1.10x against 1.06x). At K = 8 both are within 1.12x (small strides), which the caller decides."""
-    return k in DMMA_DIMS and (k >= 32 or n_right <= SMALL_STRIDE)
+    return k in DMMA_DIMS and (k >= 32 or n_right < STAGED_STRIDE_LIMIT)
 
 
-def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int) -> NativeLaunch:
+def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int, mma_k: int = 4) -> NativeLaunch:
     """A NativeLaunch with as many warps (up to 8) as shared memory allows at blocks_per_sm."""
     limit = _SHARED_LIMIT if blocks_per_sm == 1 else _SHARED_PER_SM // blocks_per_sm - _SHARED_RESERVED
-    shape = NativeLaunch(k, n_tiles, prefetch, blocks_per_sm)
+    shape = NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, MAX_WARPS, mma_k)
     if shape.shared_bytes <= limit:
         return shape
     warps = (limit - shape.gate_bytes) // max(1, shape.stage_bytes_per_warp)
     if warps < 4:
         raise BackendError(f"no shared memory for {shape.name} at {blocks_per_sm} block(s) per multiprocessor")
-    return NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, int(warps))
+    return NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, int(warps), mma_k)
 
 
 def gate_fragments(u):

@@ -19,7 +19,8 @@ from gemm_backend.errors import BackendError  # noqa: E402
 from gemm_backend.native_gate import apply_native_gate, gate_fragments, launch_shape  # noqa: E402
 from timing import copy_bandwidth, median_time  # noqa: E402
 
-VARIANTS = [(1, True, 2), (2, True, 2), (2, True, 1), (4, True, 1), (1, False, 2), (2, False, 2), (2, False, 1)]
+# (n-tiles per warp, prefetch, blocks per multiprocessor, DMMA k)
+VARIANTS = [(1, False, 2, 4), (2, False, 1, 4), (1, False, 2, 8), (2, False, 1, 8), (2, False, 2, 8), (1, True, 2, 8)]
 
 
 def main():
@@ -42,14 +43,15 @@ def main():
         for q in first_targets(n, d, args.targets):
             view = state.reshape(1 << (n - q - d), k, 1 << q)
             results = []
-            for n_tiles, prefetch, blocks in VARIANTS:
+            for n_tiles, prefetch, blocks, mma_k in VARIANTS:
+                tag = f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}k{mma_k}"
                 try:
-                    launch = launch_shape(k, n_tiles, prefetch, blocks)
+                    launch = launch_shape(k, n_tiles, prefetch, blocks, mma_k)
                     seconds = median_time(lambda: apply_native_gate(u, view, view, launch, fragments), True,
                                           args.repeats, batch=3)
-                    results.append((seconds, f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}w{launch.warps}"))
+                    results.append((seconds, f"{tag}w{launch.warps}"))
                 except (BackendError, cp.cuda.driver.CUDADriverError) as exc:
-                    results.append((float("inf"), f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}: {exc}"[:60]))
+                    results.append((float("inf"), f"{tag}: {exc}"[:60]))
             best = min(results)
             cells = "  ".join(f"{name} {t / floor:.2f}{'*' if t == best[0] else ''}" for t, name in results)
             print(f"d={d} q={q:2d}  {cells}", flush=True)

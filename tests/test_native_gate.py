@@ -9,24 +9,26 @@ from gemm_backend.native_gate import (DMMA_DIMS, NativeLaunch, default_launch, d
 from .helpers import crandn
 
 
-def emulate_tile(fragments, columns):
-    """What native_gate.cu computes for one 8-column n-tile, from the documented mma.sync
-    m16n8k4 f64 layouts: A (a0, a1) = A[g][t], A[g + 8][t]; B b = B[t][g]; D d0, d1 = D[g][2t],
-    D[g][2t + 1], d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]. columns: (K, 8) complex; returns (K, 8)."""
+def emulate_tile(fragments, columns, mma_k=4):
+    """What native_gate.cu computes for one 8-column n-tile, from the documented mma.sync f64
+    layouts: m16n8k4 A (a0, a1) = A[g][t], A[g + 8][t], B b = B[t][g]; m16n8k8 A (a0..a3) =
+    A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4], B (b0, b1) = B[t][g], B[t + 4][g]; D d0, d1 =
+    D[g][2t], D[g][2t + 1], d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]. columns: (K, 8) complex."""
     k = columns.shape[0]
     out = np.zeros((k, 8), complex)
     for mt in range(k // 8):
         d = np.zeros((16, 8))
         for j in range(k // 4):
-            for step in range(2):  # the Re, then the Im k-step of slot j
-                a, b = np.zeros((16, 4)), np.zeros((4, 8))
-                for lane in range(32):
-                    g, t = divmod(lane, 4)
-                    ur, ui = fragments[mt, j, lane]
-                    a[g, t], a[g + 8, t] = (ur, ui) if step == 0 else (-ui, ur)
-                    value = columns[4 * j + t, g]
-                    b[t, g] = value.real if step == 0 else value.imag
+            a, b = np.zeros((16, 8)), np.zeros((8, 8))  # k8: columns t (Re), t + 4 (Im) of slot j
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                ur, ui = fragments[mt, j, lane]
+                a[g, t], a[g + 8, t], a[g, t + 4], a[g + 8, t + 4] = ur, ui, -ui, ur
+                b[t, g], b[t + 4, g] = columns[4 * j + t, g].real, columns[4 * j + t, g].imag
+            if mma_k == 8:
                 d += a @ b
+            else:  # two k4 steps: the Re half, then the Im half
+                d += a[:, :4] @ b[:4] + a[:, 4:] @ b[4:]
         for lane in range(32):
             g, t = divmod(lane, 4)
             for half in range(2):
@@ -35,9 +37,10 @@ def emulate_tile(fragments, columns):
 
 
 @pytest.mark.parametrize("k", [8, 16])
-def test_fragment_layout_gives_the_product(k, rng):
+@pytest.mark.parametrize("mma_k", [4, 8])
+def test_fragment_layout_gives_the_product(k, mma_k, rng):
     u, columns = crandn(rng, k, k), crandn(rng, k, 8)
-    assert np.abs(emulate_tile(gate_fragments(u), columns) - u @ columns).max() < 1e-13
+    assert np.abs(emulate_tile(gate_fragments(u), columns, mma_k) - u @ columns).max() < 1e-13
 
 
 def test_launch_shapes_fit_shared_memory():
@@ -49,7 +52,7 @@ def test_launch_shapes_fit_shared_memory():
     assert launch_shape(64, 4, True, 1).warps == 5
     with pytest.raises(BackendError, match="takes K in"):
         default_launch(4, 1)
-    assert NativeLaunch(32, 2, True, 2).name == "native_gate<32, 2, true, 2>"
+    assert NativeLaunch(32, 2, True, 2).name == "native_gate<32, 2, true, 2, 4>"
 
 
 def test_dmma_option_is_checked():
@@ -61,7 +64,7 @@ def test_dmma_option_is_checked():
 
 def test_dmma_is_preferred_where_measured_faster():
     assert dmma_preferred(32, 1 << 20) and dmma_preferred(64, 1) and dmma_preferred(16, 8)
-    assert not dmma_preferred(16, 16) and not dmma_preferred(4, 1)
+    assert dmma_preferred(16, 16) and not dmma_preferred(16, 32) and not dmma_preferred(4, 1)
 
 
 def _strides(n_qubits, d):
@@ -90,7 +93,8 @@ def test_gpu_kernel_matches_numpy_at_every_stride(k, rng):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 32, 1), (3, 32, 1), (1, 64, 2), (5, 16, 3)])
-@pytest.mark.parametrize("variant", [(1, False, 2), (2, False, 1), (1, True, 1), (4, True, 1)])
+@pytest.mark.parametrize("variant", [(1, False, 2), (2, False, 1), (1, True, 1), (4, True, 1), (1, False, 2, 8),
+                                     (2, False, 1, 8)])
 def test_gpu_variants_and_partial_tiles(shape, variant, rng):
     # fewer columns than one tile, and R not a power of two is refused
     import cupy as cp
@@ -123,8 +127,8 @@ def test_gpu_engine_with_every_kernel_path_matches_dense(gate_size, rng):
     cpu = Simulator(device="cpu", progress=False).run(circuit).state
     gpu = Simulator(backend="cublas", device="gpu", progress=False, dmma_min_qubits=3).run(circuit)
     assert np.abs(gpu.state_vector() - cpu).max() < 1e-12
-    expected = ["dmma" if gate_size >= 3 and (gate_size >= 5 or q <= 3) else "small_gate"
-                for q in range(n_qubits - gate_size + 1)]  # dmma_preferred: R = 2^q <= 8 below 5 qubits
+    expected = ["dmma" if gate_size >= 3 and (gate_size >= 5 or q < 5) else "small_gate"
+                for q in range(n_qubits - gate_size + 1)]  # dmma_preferred: R = 2^q < 32 below 5 qubits
     assert [info["kernel"] for info in gpu.gate_info] == expected
 
 

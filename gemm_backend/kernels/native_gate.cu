@@ -3,9 +3,9 @@
 // The complex product is the real one of the embedded matrices:
 //   [Re o]   [Ur  -Ui] [Re i]
 //   [Im o] = [Ui   Ur] [Im i]       (4 K^2 real FMAs per column, as in ZGEMM)
-// on mma.sync m16n8k4 f64 (DMMA): "n" = column, "k" = embedded input (k-step 2 j: Re, 2 j + 1: Im
-// of the amplitudes 4 j + t that lane t of a quad holds), "m" = embedded output (m-tile mt: rows g
-// = Re, rows g + 8 = Im of amplitude 8 mt + g). So the accumulator of a lane holds whole complex
+// on mma.sync f64 (DMMA), m16n8k4 or m16n8k8 (MMA_K): "n" = column, "k" = embedded input (Re, then
+// Im of the amplitudes 4 j + t that lane t of a quad holds: two k4 steps, or the two halves of one
+// k8 step), "m" = embedded output (m-tile mt: rows g = Re, rows g + 8 = Im of amplitude 8 mt + g). So the accumulator of a lane holds whole complex
 // outputs: (d0, d2) of column 2 t, (d1, d3) of column 2 t + 1, for amplitude 8 mt + g.
 // The tiles, loads and prefetch are the skeleton of gate_tiles.cuh, shared with the INT8 kernel.
 // The gate sits in shared memory as (Ur, Ui) pairs in fragment order; the Im k-step's A operand
@@ -24,11 +24,23 @@ __device__ __forceinline__ void mma_f64(double (&d)[4], double a0, double a1, do
                  : "d"(a0), "d"(a1), "d"(b));
 }
 
-template <int K, int NT, bool PREFETCH, int MIN_BLOCKS>
+// The same for A 16 x 8 (a0, a1, a2, a3 = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]) and
+// B 8 x 8 (b0, b1 = B[t][g], B[t + 4][g]).
+__device__ __forceinline__ void mma_f64_k8(double (&d)[4], double a0, double a1, double a2, double a3, double b0,
+                                           double b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
+}
+
+template <int K, int NT, bool PREFETCH, int MIN_BLOCKS, int MMA_K>
 __global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
 native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, const double2 *__restrict__ gate)
 {
     static_assert(K >= 8 && (K & (K - 1)) == 0, "K must be a power of two >= 8");
+    static_assert(MMA_K == 4 || MMA_K == 8, "MMA_K is 4 or 8");
     constexpr int MT = K / 8, SLOTS = K / 4;
     extern __shared__ double2 shared[];
     double2 *gate_shared = shared;                   // [MT][SLOTS][32]: (Ur, Ui)[8 mt + g][4 j + t]
@@ -55,8 +67,12 @@ native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right,
                     const double2 u = gate_row[j * 32];
 #pragma unroll
                     for (int nt = 0; nt < NT; ++nt) {
-                        mma_f64(acc[nt], u.x, u.y, v[nt][j].x);
-                        mma_f64(acc[nt], -u.y, u.x, v[nt][j].y);
+                        if constexpr (MMA_K == 8) {
+                            mma_f64_k8(acc[nt], u.x, u.y, -u.y, u.x, v[nt][j].x, v[nt][j].y);
+                        } else {
+                            mma_f64(acc[nt], u.x, u.y, v[nt][j].x);
+                            mma_f64(acc[nt], -u.y, u.x, v[nt][j].y);
+                        }
                     }
                 }
                 const int amplitude = 8 * mt + g;
