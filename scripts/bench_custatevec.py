@@ -243,7 +243,7 @@ def main(argv=None) -> int:
     labels = [b for b in args.backends.split(",") if b]
     try:
         for label in labels:
-            gemm_backend.accepted_options(label.partition(":")[0])  # unknown names end the run before any work
+            gemm_backend.accepted_options(parse_label(label)[0])  # unknown names end the run before any work
         circuit = brickwork(args.qubits, args.gate_size, args.depth, args.seed)
     except (gemm_backend.BackendError, SimulationError, ValueError) as exc:
         fail(parser.prog, str(exc))
