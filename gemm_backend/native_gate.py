@@ -54,13 +54,13 @@ class NativeLaunch:
 
 
 def default_launch(k: int, n_right: int) -> NativeLaunch:
-    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, first targets 0..3, middle
-    and top): no prefetch (the cp.async stage cost 1.3-1.5x the floor), one n-tile per warp and two
-    blocks per multiprocessor at small strides and at K = 64, two n-tiles and one block at large
-    strides (K = 32: 1.08x the floor against 1.15x)."""
+    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, first targets 0..8, middle and
+    top): no prefetch (the cp.async stage cost 1.3-1.5x the floor); two n-tiles per warp and one
+    block per multiprocessor (K = 32: 1.05-1.08x the floor), except one n-tile and two blocks for
+    K <= 16 at small strides (1.06-1.09x against 1.09-1.21x). m16n8k4 (m16n8k8 measured no faster)."""
     if k not in DMMA_DIMS:
         raise BackendError(f"the DMMA gate kernel takes K in {DMMA_DIMS}, got {k}")
-    if k == 64 or n_right <= SMALL_STRIDE:
+    if k <= 16 and n_right <= SMALL_STRIDE:
         return launch_shape(k, n_tiles=1, prefetch=False, blocks_per_sm=2)
     return launch_shape(k, n_tiles=2, prefetch=False, blocks_per_sm=1)
 

@@ -49,7 +49,7 @@ from .ozaki_bound import (
     summarize_rows,
     worst_case_columns,
 )
-from .ozaki_gate import apply_fused_gate, embedded_gate_rows, plan_launch
+from .ozaki_gate import apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
 from .ozaki_plan import ProductPlan, accumulate, plan_products
 from .ozaki_split import (
     SlicePlacements,
@@ -214,9 +214,14 @@ class OzakiBackend(GemmBackend):
         return self._plan(inner, statistics), statistics
 
     def prepare(self, u) -> None:
-        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched."""
+        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched, and
+        build the fused kernel variant that plan compiles to."""
         if self.rule == "target":
-            self._prepared[id(u)] = (u, *self.gate_plan(u))
+            plan, statistics = self.gate_plan(u)
+            self._prepared[id(u)] = (u, plan, statistics)
+            launch = plan_launch(u.shape[0], plan) if is_gpu_array(u) and self.fused and plan is not None else None
+            if launch is not None:
+                build_kernel(launch)
 
     def start_run(self) -> None:
         cp = cupy_module()

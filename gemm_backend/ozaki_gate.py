@@ -159,6 +159,12 @@ def _kernel(name: str):
     return raw_module("ozaki_gate.cu", [name]).get_function(name)
 
 
+def build_kernel(launch: Launch) -> None:
+    """Compile (or load from cupy's cache) the kernel variant of `launch` now, so that its first
+    gate does not pay for it: the plan is compiled in, so gates of one size may need several."""
+    _kernel(launch.name)
+
+
 def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
     """out[l] = U @ x[l] by the fused kernel. u: (K, K) complex128 cupy; x, out: C-contiguous
     (L, K, R) complex128 cupy views (out may be x), R a power of two. A column holding NaN or

@@ -3,10 +3,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemm_backend.arrays import array_module, to_host
+from gemm_backend.arrays import to_host
 
 from .errors import SimulationError
 from .sampling import checked_integer
+from .state import squared_norm
 
 
 @dataclass
@@ -105,9 +106,8 @@ class Result:
         return int(text, 2)
 
     def norm(self) -> float:
-        """||psi||_2, through one dot product (no state-sized temporaries)."""
-        xp = array_module(self.state)
-        return float(xp.vdot(self.state, self.state).real) ** 0.5
+        """||psi||_2 (no state-sized temporaries)."""
+        return squared_norm(self.state) ** 0.5
 
     def to_dict(self) -> dict:
         """Everything but the state, JSON-ready."""

@@ -5,6 +5,16 @@ from .errors import SimulationError
 
 MEMORY_FRACTION = 0.95  # share of free device memory a run may plan to use
 INITIAL_NORM_TOLERANCE = 1e-8
+NORM_CHUNK = 1 << 24  # amplitudes per step of squared_norm (cupy's vdot copies its conjugated operand)
+
+
+def squared_norm(vector) -> float:
+    """sum |v_i|^2 of a flat complex vector (numpy or cupy), with no state-sized temporary: on the
+    GPU in chunks (cupy's vdot allocates the conjugate of its first operand), summed on the device."""
+    if isinstance(vector, np.ndarray):
+        return float(np.vdot(vector, vector).real)
+    chunks = [vector[i:i + NORM_CHUNK] for i in range(0, vector.size, NORM_CHUNK)]
+    return float(sum(chunk.real @ chunk.real + chunk.imag @ chunk.imag for chunk in chunks)) if chunks else 0.0
 
 
 def initial_state_vector(n_qubits: int, xp, initial_state=None):

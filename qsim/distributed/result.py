@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemm_backend.arrays import array_module, to_host
+from gemm_backend.arrays import to_host
 
 from ..device import host_available_bytes
 from ..errors import SimulationError
 from ..result import Result
 from ..sampling import checked_qubits, sample_counts
+from ..state import squared_norm
 from .layout import Layout
 
 HOST_GATHER_FRACTION = 0.5  # share of free host memory a gathered state (plus its copies) may take
@@ -60,8 +61,7 @@ class DistributedResult(Result):
 
     def norm(self) -> float:
         """||psi||_2 over all ranks (collective)."""
-        xp = array_module(self.state)
-        local = float(xp.vdot(self.state, self.state).real)
+        local = squared_norm(self.state)
         return float(self.comm.allreduce([local])[0]) ** 0.5
 
     def state_vector(self) -> np.ndarray:
