@@ -54,9 +54,10 @@ native)
   done
   ;;
 custatevec)
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_native_gate.py 2>&1 | tee "$out/gpu_tests_native.log" | tail -4
-  python3 scripts/dev_native_variants.py --qubits 30 --gate-sizes 4 5 6 --targets 0 2 4 8 middle top \
-    2>&1 | tee "$out/native_variants.log"
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_native_gate.py tests/test_state.py \
+    2>&1 | tee "$out/gpu_tests_native.log" | tail -4
+  python3 scripts/bench_gates.py --qubits 30 --gate-sizes 2 3 4 5 6 --targets 0 1 2 3 4 8 middle top \
+    --backends cublas,cublas@dmma_min_qubits=7,int8-auto --device gpu --json "$out/bench_gates_native.json" 2>&1 | tail -42
   python3 scripts/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \
     --backends cublas,cublas@dmma_min_qubits=7,int8-auto --json "$out/custatevec30.json" 2>&1 | tail -12
   ;;
