@@ -20,6 +20,9 @@ How many digits (the plan: s_a, s_b and the largest p + q kept, T):
   state is needed.
 - int8-auto with rho: the seed paper's rule, the smallest s whose average mantissa loss is at
   most rho bits (needs a pass over both operands).
+- int8-auto (target rule) gives the simulator's gates larger than the fused kernel takes
+  (K > 64) to Ozaki-II instead (ozaki_crt.py, the fewest moduli whose bound meets the same
+  target): its cost grows with the number of moduli, Ozaki-I's with s^2 (large_gates=).
 
 Where the work runs:
 - apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every
@@ -49,7 +52,11 @@ from .ozaki_bound import (
     summarize_rows,
     worst_case_columns,
 )
-from .ozaki_gate import apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
+from .crt import error_bound as crt_error_bound
+from .crt import moduli_for_target
+from .ozaki_crt import SCHEME as OZAKI2_SCHEME
+from .ozaki_crt import OzakiCrtBackend
+from .ozaki_gate import FUSED_DIMS, apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
 from .ozaki_plan import ProductPlan, accumulate, plan_products
 from .ozaki_split import (
     SlicePlacements,
@@ -61,9 +68,10 @@ from .ozaki_split import (
     split_rows,
     split_rows_gpu,
 )
-from .registry import INT8_SPLITS
+from .registry import CRT_MODULI, INT8_SPLITS
 
 AUTO = "auto"
+OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
@@ -106,6 +114,9 @@ class OzakiBackend(GemmBackend):
             element <= rho; when no s <= 18 qualifies that GEMM falls back to native matmul.
         workspace_bytes: working memory of the tile path (default: module docstring).
         fused: use the fused gate kernel on the GPU where it applies (default True).
+        large_gates: the scheme of apply_batched for gates above the fused kernel's K = 64:
+            "ozaki2" (int8-auto's default with the target rule) or "ozaki1" (the only one
+            for fixed splits and rho). Both run on the CPU too, bit for bit as on the GPU.
 
     matmul(a, b): (m, k) @ (k, n); complex128 result when either input is complex, float64
     when both are real. last_call_info: {"splits": max(s_a, s_b), "splits_a", "splits_b",
@@ -116,9 +127,10 @@ class OzakiBackend(GemmBackend):
 
     name = "int8"
     description = "INT8 Ozaki scheme (fixed or automatic number of splits)"
-    OPTIONS = ("rho", "target_error", "workspace_bytes", "fused")
+    OPTIONS = ("rho", "target_error", "workspace_bytes", "fused", "large_gates")
 
-    def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True):
+    def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True,
+                 large_gates=None):
         super().__init__(DEFAULT_WORKSPACE_BYTES if workspace_bytes is None else workspace_bytes)
         self.auto_workspace = workspace_bytes is None
         self.fixed_splits = _check_splits(splits)
@@ -129,13 +141,24 @@ class OzakiBackend(GemmBackend):
         if not isinstance(fused, bool):
             raise BackendError(f"fused must be True or False, got {fused!r}")
         self.fused = fused
+        self.large_gates = self._check_large_gates(large_gates)
         self._prepared = {}  # id(u) -> (u, plan, statistics), from prepare()
         self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
         self.options = {"splits": splits, "workspace_bytes": "auto" if self.auto_workspace else self.workspace_bytes,
                         "fused": fused}
         if self.fixed_splits is None:
-            self.options.update({"rule": self.rule, "rho": self.rho, "target_error": self.target_error})
+            self.options.update({"rule": self.rule, "rho": self.rho, "target_error": self.target_error,
+                                 "large_gates": self.large_gates})
         self.reset_statistics()
+
+    def _check_large_gates(self, large_gates) -> str:
+        if large_gates is None:
+            return OZAKI2 if self.rule == "target" else OZAKI1
+        if large_gates not in (OZAKI1, OZAKI2):
+            raise BackendError(f"large_gates must be '{OZAKI1}' or '{OZAKI2}', got {large_gates!r}")
+        if large_gates == OZAKI2 and self.rule != "target":
+            raise BackendError("large_gates='ozaki2' needs int8-auto's target rule (not fixed splits or rho)")
+        return large_gates
 
     @property
     def rule(self) -> str:
@@ -179,6 +202,9 @@ class OzakiBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
+        if self._takes_ozaki2(k):
+            self._apply_ozaki2(u, x, out, on_gpu)
+            return
         prepared = self._prepared.get(id(u))
         plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
         if plan is None:  # rho found no s: native, as matmul does
@@ -193,6 +219,27 @@ class OzakiBackend(GemmBackend):
             self._apply_tiles(u, x, out, plan, self._workspace(on_gpu))
             kernel = "tiles"
         self._finish(None, plan, kernel, statistics, gate=True)
+
+    def _takes_ozaki2(self, k: int) -> bool:
+        return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
+
+    def ozaki2_moduli(self, k: int) -> int:
+        """Moduli of the Ozaki-II product for a gate of size k: the fewest whose bound
+        (crt.error_bound, relative to ||a_i||_2 ||b_j||_2 like ozaki_bound's) meets the target."""
+        target = self.target_error if self.target_error is not None else fp64_gemm_bound(2 * k)
+        moduli = moduli_for_target(target, k)
+        if moduli is None:
+            raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli meets the error target "
+                               f"{target:.3g} at K = {k}; use a larger target_error or large_gates='ozaki1'")
+        return moduli
+
+    def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
+        k = x.shape[1]
+        moduli = self.ozaki2_moduli(k)
+        OzakiCrtBackend(moduli, workspace_bytes=self._workspace(on_gpu)).apply_batched(u, x, out)
+        self.scheme_counts[OZAKI2] += 1
+        self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2,
+                               "bound": crt_error_bound(moduli, k)}
 
     def gate_plan(self, u, x=None):
         """(plan, statistics) for a gate u (K, K) on state views x (L, K, R); the state is
@@ -216,7 +263,7 @@ class OzakiBackend(GemmBackend):
     def prepare(self, u) -> None:
         """Choose u's plan now (the target rule looks at the gate alone), for apply_batched, and
         build the fused kernel variant that plan compiles to."""
-        if self.rule == "target":
+        if self.rule == "target" and not self._takes_ozaki2(u.shape[0]):
             plan, statistics = self.gate_plan(u)
             self._prepared[id(u)] = (u, plan, statistics)
             launch = plan_launch(u.shape[0], plan) if is_gpu_array(u) and self.fused and plan is not None else None
@@ -245,12 +292,14 @@ class OzakiBackend(GemmBackend):
         self.split_counts = collections.Counter()
         self.pair_count = 0
         self.fallbacks = 0
+        self.scheme_counts = collections.Counter()
 
     def statistics(self) -> dict:
         stats = super().statistics()
         stats["splits_histogram"] = dict(sorted(self.split_counts.items()))
         stats["pairs"] = self.pair_count
         stats["fallbacks"] = self.fallbacks
+        stats["ozaki2_gates"] = self.scheme_counts[OZAKI2]
         return stats
 
     # -- plans ----------------------------------------------------------------------------
@@ -370,6 +419,7 @@ class OzakiBackend(GemmBackend):
             if statistics and "a" in statistics:
                 info["bound"] = relative_bound(plan, statistics["a"], statistics["b"])
             self.split_counts[plan.n_slices] += 1
+            self.scheme_counts[OZAKI1] += gate
             self.pair_count += plan.pairs
         self.last_call_info = info
         return out

@@ -358,6 +358,52 @@ def test_apply_batched_plans_from_the_gate_alone(rng):
     assert not backend._prepared
 
 
+@pytest.mark.parametrize("target_error", [None, 1e-10])
+def test_auto_gives_large_gates_to_ozaki2(target_error, rng):
+    """Above the fused kernel's K = 64, int8-auto's target rule runs Ozaki-II with the fewest
+    moduli meeting the same target: the bits of int8-crt-<m>, and an error within its bound."""
+    from gemm_backend.crt import error_bound, moduli_for_target
+    from gemm_backend.ozaki_bound import fp64_gemm_bound
+
+    k = 128
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    x = seed_paper_matrix(rng, (3, k, 4), 1.0, True)
+    backend = gemm_backend.get("int8-auto", target_error=target_error)
+    backend.prepare(u)  # no Ozaki-I plan is made for it
+    assert id(u) not in backend._prepared
+    out = np.empty_like(x)
+    backend.apply_batched(u, x, out)
+    moduli = moduli_for_target(target_error or fp64_gemm_bound(2 * k), k)
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": moduli, "rule": "target", "kernel": "ozaki2",
+                                      "bound": error_bound(moduli, k)}
+    crt = np.empty_like(x)
+    gemm_backend.get(f"int8-crt-{moduli}").apply_batched(u, x, crt)
+    assert same_bits(out, crt)
+    rows = x.transpose(0, 2, 1).reshape(-1, k)
+    hi, lo = matmul_dd(rows, u.T)
+    exact = (hi + lo).reshape(3, 4, k).transpose(0, 2, 1)
+    scale = np.linalg.norm(rows, axis=1).reshape(3, 1, 4) * np.linalg.norm(u, axis=1).reshape(1, k, 1)
+    worst = max(np.abs((out - exact).real / scale).max(), np.abs((out - exact).imag / scale).max())
+    assert 0 < worst <= error_bound(moduli, k) + 4 * UNIT_ROUNDOFF
+    assert backend.statistics()["ozaki2_gates"] == 1 and backend.statistics()["splits_histogram"] == {}
+
+
+def test_large_gates_option(rng):
+    u = seed_paper_matrix(rng, (128, 128), 1.0, True)
+    x = seed_paper_matrix(rng, (2, 128, 1), 1.0, True)
+    backend = gemm_backend.get("int8-auto", large_gates="ozaki1")
+    backend.apply_batched(u, x, np.empty_like(x))
+    assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
+    assert gemm_backend.get("int8-9").large_gates == "ozaki1"
+    assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
+    with pytest.raises(BackendError, match="large_gates must be 'ozaki1' or 'ozaki2', got 'crt'"):
+        gemm_backend.get("int8-auto", large_gates="crt")
+    with pytest.raises(BackendError, match="needs int8-auto's target rule"):
+        gemm_backend.get("int8-9", large_gates="ozaki2")
+    with pytest.raises(BackendError, match="no Ozaki-II plan .* meets the error target 1e-30 at K = 128"):
+        gemm_backend.get("int8-auto", target_error=1e-30).apply_batched(u, x, np.empty_like(x))
+
+
 def test_apply_batched_rho_rule_looks_at_the_state(rng):
     u = seed_paper_matrix(rng, (4, 4), 1.0, True)
     x = seed_paper_matrix(rng, (40, 4, 2), 1.0, True)
@@ -462,6 +508,24 @@ def test_gpu_apply_batched_matches_cpu(name, shape, rng):
     assert paths[1] == "tiles" and paths[0] == ("tiles" if shape[2] & (shape[2] - 1) else "fused")
     assert gpu_backend.last_call_info == cpu_backend.last_call_info
     assert gpu_backend.statistics() == cpu_backend.statistics()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("shape", [(64, 128, 1), (2, 256, 16)])
+def test_gpu_auto_large_gates_match_cpu(shape, rng):
+    """int8-auto's Ozaki-II path: the same bits on both devices, in place on the GPU."""
+    import cupy as cp
+
+    u = seed_paper_matrix(rng, (shape[1], shape[1]), 1.0, True)
+    x = seed_paper_matrix(rng, shape, 1.0, True)
+    cpu_backend, gpu_backend = gemm_backend.get("int8-auto"), gemm_backend.get("int8-auto")
+    expected = np.empty_like(x)
+    cpu_backend.apply_batched(u, x, expected)
+    x_gpu = cp.asarray(x)
+    gpu_backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)
+    assert same_bits(x_gpu.get(), expected)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info and cpu_backend.last_call_info["scheme"] == "ozaki2"
 
 
 @pytest.mark.gpu
