@@ -6,6 +6,7 @@
 #   bash scripts/gpu_round2.sh native  -> DMMA kernel tests, launch variants, gate table and runs at N = 30
 #   bash scripts/gpu_round2.sh custatevec -> the N = 30 brickwork through cuStateVec and our engine
 #     (carry .cusv/ with the custatevec-cu13 wheel instead of .whl/: both exceed the transfer limit)
+#   bash scripts/gpu_round2.sh crt     -> int8-auto's Ozaki-II gates (d = 7..10) and 16384^3 square GEMM
 # Outputs (logs, JSON) go to $OUT (or ./out). Wheels for qiskit are taken from .whl/ when present.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
@@ -52,6 +53,18 @@ native)
     python3 -m qsim.cli run --qubits 30 --gate-size 5 --depth 20 --seed 1 --backend $b --no-progress \
       --json "$out/run30_native_$b.json" 2>&1 | tail -6
   done
+  ;;
+crt)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki.py -k "large_gates" 2>&1 | tail -2
+  python3 scripts/bench_gates.py --qubits 30 --gate-sizes 7 8 9 10 --targets 0 top --backends cublas,int8-auto \
+    --device gpu --repeats 3 --batch 1 --json "$out/bench_gates_crt_n30.json" 2>&1 | tail -9
+  python3 scripts/bench_gates.py --qubits 30 --gate-sizes 7 8 --targets 0 --backends cublas,int8-auto@large_gates=ozaki1 \
+    --device gpu --repeats 3 --batch 1 --json "$out/bench_gates_ozaki1_n30.json" 2>&1 | tail -3
+  python3 scripts/bench_gates.py --qubits 26 --gate-sizes 7 8 9 10 --targets 0 --backends cublas,int8-auto \
+    --device gpu --repeats 3 --batch 1 --error --json "$out/bench_gates_crt_n26_error.json" 2>&1 | tail -5
+  python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-16 --shapes square \
+    --sizes 16384 --inputs phi --error-cols 256 --option workspace_bytes=17179869184 --repeats 3 \
+    --json "$out/crt_square_16384.json" 2>&1 | tail -5
   ;;
 custatevec)
   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_native_gate.py tests/test_state.py \
