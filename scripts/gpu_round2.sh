@@ -60,7 +60,7 @@ crt)
     --device gpu --repeats 3 --batch 1 --json "$out/bench_gates_crt_n30.json" 2>&1 | tail -9
   python3 scripts/bench_gates.py --qubits 30 --gate-sizes 7 8 --targets 0 --backends cublas,int8-auto@large_gates=ozaki1 \
     --device gpu --repeats 3 --batch 1 --json "$out/bench_gates_ozaki1_n30.json" 2>&1 | tail -3
-  python3 scripts/bench_gates.py --qubits 26 --gate-sizes 7 8 9 10 --targets 0 --backends cublas,int8-auto \
+  python3 scripts/bench_gates.py --qubits 26 --gate-sizes 7 8 --targets 0 --backends cublas,int8-auto \
     --device gpu --repeats 3 --batch 1 --error --json "$out/bench_gates_crt_n26_error.json" 2>&1 | tail -5
   python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-16 --shapes square \
     --sizes 16384 --inputs phi --error-cols 256 --option workspace_bytes=17179869184 --repeats 3 \
