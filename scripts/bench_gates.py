@@ -77,6 +77,8 @@ def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, 
                 row[f"{label}_kernel"] = info.get("kernel", "")
                 if "pairs" in info:
                     row[f"{label}_plan"] = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
+                elif "moduli" in info:
+                    row[f"{label}_plan"] = f"m={info['moduli']}"
                 if with_error:
                     state /= xp.linalg.norm(state)
                     row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)
