@@ -20,9 +20,10 @@ How many digits (the plan: s_a, s_b and the largest p + q kept, T):
   state is needed.
 - int8-auto with rho: the seed paper's rule, the smallest s whose average mantissa loss is at
   most rho bits (needs a pass over both operands).
-- int8-auto (target rule) gives the simulator's gates larger than the fused kernel takes
-  (K > 64) to Ozaki-II instead (ozaki_crt.py, the fewest moduli whose bound meets the same
-  target): its cost grows with the number of moduli, Ozaki-I's with s^2 (large_gates=).
+- int8-auto (target rule) gives the simulator's gates from K = 1024 to Ozaki-II instead
+  (ozaki_crt.py, the fewest moduli whose bound meets the same target), where it was measured
+  faster than Ozaki-I's tiles (H100, N = 30: 276 against 338 ms at d = 10; Ozaki-I is faster at
+  d = 7..9: 211-251 against 264-275 ms). Both run unfused there (large_gates=).
 
 Where the work runs:
 - apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every
@@ -72,6 +73,7 @@ from .registry import CRT_MODULI, INT8_SPLITS
 
 AUTO = "auto"
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
+OZAKI2_FROM_K = 1024  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
@@ -115,8 +117,10 @@ class OzakiBackend(GemmBackend):
         workspace_bytes: working memory of the tile path (default: module docstring).
         fused: use the fused gate kernel on the GPU where it applies (default True).
         large_gates: the scheme of apply_batched for gates above the fused kernel's K = 64:
-            "ozaki2" (int8-auto's default with the target rule) or "ozaki1" (the only one
-            for fixed splits and rho). Both run on the CPU too, bit for bit as on the GPU.
+            "auto" (int8-auto's default with the target rule: Ozaki-II from K = OZAKI2_FROM_K,
+            where it was measured faster), "ozaki2" (every such gate) or "ozaki1" (the only
+            one for fixed splits and rho). The choice depends on K alone, so the CPU and GPU
+            paths still give the same bits.
 
     matmul(a, b): (m, k) @ (k, n); complex128 result when either input is complex, float64
     when both are real. last_call_info: {"splits": max(s_a, s_b), "splits_a", "splits_b",
@@ -153,11 +157,11 @@ class OzakiBackend(GemmBackend):
 
     def _check_large_gates(self, large_gates) -> str:
         if large_gates is None:
-            return OZAKI2 if self.rule == "target" else OZAKI1
-        if large_gates not in (OZAKI1, OZAKI2):
-            raise BackendError(f"large_gates must be '{OZAKI1}' or '{OZAKI2}', got {large_gates!r}")
-        if large_gates == OZAKI2 and self.rule != "target":
-            raise BackendError("large_gates='ozaki2' needs int8-auto's target rule (not fixed splits or rho)")
+            return AUTO if self.rule == "target" else OZAKI1
+        if large_gates not in (AUTO, OZAKI1, OZAKI2):
+            raise BackendError(f"large_gates must be '{AUTO}', '{OZAKI1}' or '{OZAKI2}', got {large_gates!r}")
+        if large_gates != OZAKI1 and self.rule != "target":
+            raise BackendError(f"large_gates={large_gates!r} needs int8-auto's target rule (not fixed splits or rho)")
         return large_gates
 
     @property
@@ -221,6 +225,8 @@ class OzakiBackend(GemmBackend):
         self._finish(None, plan, kernel, statistics, gate=True)
 
     def _takes_ozaki2(self, k: int) -> bool:
+        if self.large_gates == AUTO:
+            return k >= OZAKI2_FROM_K
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
 
     def ozaki2_moduli(self, k: int) -> int:

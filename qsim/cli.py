@@ -328,7 +328,7 @@ def _summary(report: dict) -> str:
                      f" (state/gate digits, largest p + q: {_plans(report['per_gate'])})")
     moduli = sorted(g["moduli"] for g in report["per_gate"] if g.get("scheme") == "ozaki2")
     if moduli:
-        lines.append(f"Ozaki-II gates  {len(moduli)} (gates above 6 qubits), moduli min {moduli[0]}, max {moduli[-1]}")
+        lines.append(f"Ozaki-II gates  {len(moduli)}, moduli min {moduli[0]}, max {moduli[-1]}")
     fallbacks = sum(1 for g in report["per_gate"] if g.get("fallback"))
     if fallbacks:
         lines.append(f"fallbacks       {fallbacks} gates used native ZGEMM (no s <= 18 met rho)")

@@ -359,16 +359,16 @@ def test_apply_batched_plans_from_the_gate_alone(rng):
 
 
 @pytest.mark.parametrize("target_error", [None, 1e-10])
-def test_auto_gives_large_gates_to_ozaki2(target_error, rng):
-    """Above the fused kernel's K = 64, int8-auto's target rule runs Ozaki-II with the fewest
-    moduli meeting the same target: the bits of int8-crt-<m>, and an error within its bound."""
+def test_large_gates_on_ozaki2(target_error, rng):
+    """With large_gates="ozaki2", gates above the fused kernel's K = 64 run Ozaki-II with the
+    fewest moduli meeting the same target: the bits of int8-crt-<m>, and an error within its bound."""
     from gemm_backend.crt import error_bound, moduli_for_target
     from gemm_backend.ozaki_bound import fp64_gemm_bound
 
     k = 128
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
     x = seed_paper_matrix(rng, (3, k, 4), 1.0, True)
-    backend = gemm_backend.get("int8-auto", target_error=target_error)
+    backend = gemm_backend.get("int8-auto", target_error=target_error, large_gates="ozaki2")
     backend.prepare(u)  # no Ozaki-I plan is made for it
     assert id(u) not in backend._prepared
     out = np.empty_like(x)
@@ -391,17 +391,22 @@ def test_auto_gives_large_gates_to_ozaki2(target_error, rng):
 def test_large_gates_option(rng):
     u = seed_paper_matrix(rng, (128, 128), 1.0, True)
     x = seed_paper_matrix(rng, (2, 128, 1), 1.0, True)
-    backend = gemm_backend.get("int8-auto", large_gates="ozaki1")
-    backend.apply_batched(u, x, np.empty_like(x))
-    assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
+    for large_gates in ("ozaki1", None):  # the default takes Ozaki-I up to K = 512 (measured faster)
+        backend = gemm_backend.get("int8-auto", large_gates=large_gates)
+        backend.apply_batched(u, x, np.empty_like(x))
+        assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
+    assert backend.large_gates == "auto"
+    big = seed_paper_matrix(rng, (1024, 1024), 1.0, True)
+    backend.apply_batched(big, seed_paper_matrix(rng, (1, 1024, 2), 1.0, True), np.empty((1, 1024, 2), complex))
+    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 13
     assert gemm_backend.get("int8-9").large_gates == "ozaki1"
     assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
-    with pytest.raises(BackendError, match="large_gates must be 'ozaki1' or 'ozaki2', got 'crt'"):
+    with pytest.raises(BackendError, match="large_gates must be 'auto', 'ozaki1' or 'ozaki2', got 'crt'"):
         gemm_backend.get("int8-auto", large_gates="crt")
     with pytest.raises(BackendError, match="needs int8-auto's target rule"):
         gemm_backend.get("int8-9", large_gates="ozaki2")
     with pytest.raises(BackendError, match="no Ozaki-II plan .* meets the error target 1e-30 at K = 128"):
-        gemm_backend.get("int8-auto", target_error=1e-30).apply_batched(u, x, np.empty_like(x))
+        gemm_backend.get("int8-auto", target_error=1e-30, large_gates="ozaki2").apply_batched(u, x, np.empty_like(x))
 
 
 def test_apply_batched_rho_rule_looks_at_the_state(rng):
@@ -519,7 +524,7 @@ def test_gpu_auto_large_gates_match_cpu(shape, rng):
 
     u = seed_paper_matrix(rng, (shape[1], shape[1]), 1.0, True)
     x = seed_paper_matrix(rng, shape, 1.0, True)
-    cpu_backend, gpu_backend = gemm_backend.get("int8-auto"), gemm_backend.get("int8-auto")
+    cpu_backend, gpu_backend = (gemm_backend.get("int8-auto", large_gates="ozaki2") for _ in range(2))
     expected = np.empty_like(x)
     cpu_backend.apply_batched(u, x, expected)
     x_gpu = cp.asarray(x)
