@@ -53,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="simulate one circuit and print time, memory and amplitudes")
     _circuit_arguments(run)
-    run.add_argument("--backend", default="cublas", help="GEMM backend (see `qsim backends`); default cublas")
+    run.add_argument("--backend", default="cublas",
+                     help="GEMM backend (see `qsim backends`), optionally with options as in compare: "
+                          "name@option=value, e.g. cublas@dmma_min_qubits=7; default cublas")
     _backend_option_arguments(run)
     run.add_argument("--reference", choices=["dd"], help="also run a double-double reference and report errors")
     run.add_argument("--shots", type=_positive_int,
@@ -136,6 +138,20 @@ def _backend_options(args) -> dict:
             "workspace_bytes": workspace}
 
 
+def _run_backend(args) -> tuple:
+    """(registry name, options) of `run --backend`, which takes compare's labels too
+    (name@option=value, e.g. cublas@dmma_min_qubits=7); an option given both ways must agree."""
+    from .compare import parse_label
+
+    name, label_options = parse_label(args.backend)
+    options = {k: v for k, v in _backend_options(args).items() if v is not None}
+    for key, value in label_options.items():
+        if key in options and options[key] != value:
+            raise SimulationError(f"backend option {key} is given twice ({options[key]!r} and {value!r} in "
+                                  f"--backend {args.backend}); give it once")
+    return name, {**options, **label_options}
+
+
 def _workspace_bytes(gib: float) -> int:
     """--workspace-gib in bytes; at least one byte, finite."""
     if not (math.isfinite(gib) and gib * (1 << 30) >= 1):
@@ -186,8 +202,8 @@ def _run(args) -> int:
     if args.gpus > 1:
         return _run_distributed(args, circuit, source, progress)
     trajectories = _trajectory_count(args, circuit)
-    simulator = Simulator(args.backend, args.device, progress=progress if trajectories is None else False,
-                          **_backend_options(args))
+    name, options = _run_backend(args)
+    simulator = Simulator(name, args.device, progress=progress if trajectories is None else False, **options)
     if trajectories is None:
         result = simulator.run(circuit)
         report = {"circuit": source, **result.to_dict()}
@@ -244,8 +260,8 @@ def _trajectory_count(args, circuit):
 def _run_distributed(args, circuit, source, progress) -> int:
     from .distributed.job import RunRequest, run_distributed
 
-    options = {k: v for k, v in _backend_options(args).items() if v is not None}
-    request = RunRequest(circuit, source, args.backend, args.device, options, args.reference, args.shots, args.seed,
+    name, options = _run_backend(args)
+    request = RunRequest(circuit, source, name, args.device, options, args.reference, args.shots, args.seed,
                          progress)
     report = run_distributed(request, args.gpus, timeout_s=args.timeout)
     print(_summary(report))

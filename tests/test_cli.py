@@ -31,6 +31,17 @@ def test_run_prints_summary_and_writes_json(tmp_path):
     assert abs(report["norm"] - 1) < 1e-12
 
 
+def test_run_backend_takes_options_in_its_label(capsys):
+    from qsim import cli
+
+    code = cli.main(["run", "--qubits", "8", "--gate-size", "3", "--depth", "2", "--device", "cpu", "--no-progress",
+                     "--backend", "int8-auto@target_error=1e-10@large_gates=ozaki1", "--json", "-"])
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{"):])
+    assert code == 0 and report["backend"] == "int8-auto"
+    assert report["backend_options"]["target_error"] == 1e-10 and report["backend_options"]["large_gates"] == "ozaki1"
+
+
 def test_json_to_stdout_parses():
     proc = qsim("run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--json", "-")
     assert proc.returncode == 0
@@ -178,6 +189,10 @@ SMALL_RUN = ["run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--devi
     (["--timeout", "60"], "--timeout applies to runs over several GPUs"),
     (["--gpus", "2", "--trajectories", "3"], "--trajectories is not supported with --gpus"),
     (["--json", ""], "--json needs a file name, got ''"),
+    (["--backend", "int8-auto@target_error=1e-10", "--target-error", "1e-12"],
+     "backend option target_error is given twice (1e-12 and 1e-10 in --backend int8-auto@target_error=1e-10)"),
+    (["--backend", "int8-auto@large_gates=crt"], "large_gates must be 'auto', 'ozaki1' or 'ozaki2', got 'crt'"),
+    (["--backend", "cublas@dmma"], "write options as name@option=value"),
 ])
 def test_bad_option_values_end_with_exit_code_2_and_one_line(extra, message, capsys):
     from qsim import cli
