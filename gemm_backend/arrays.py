@@ -40,6 +40,17 @@ def multiprocessor_count() -> int:
     return _multiprocessors(cupy_module().cuda.Device().id)
 
 
+@functools.lru_cache(maxsize=None)
+def _compute_capability(device_id: int) -> int:
+    return int(cupy_module().cuda.Device(device_id).compute_capability)
+
+
+def compute_capability() -> int:
+    """The current GPU's compute capability as an integer (90 for Hopper), cached like
+    multiprocessor_count."""
+    return _compute_capability(cupy_module().cuda.Device().id)
+
+
 def array_module(x):
     """numpy or cupy, whichever owns array x."""
     cp = cupy_module()

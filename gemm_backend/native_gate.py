@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, multiprocessor_count
+from .arrays import array_module, compute_capability, cupy_module, multiprocessor_count
 from .errors import BackendError
 from .kernel_launch import raw_module
 
 DMMA_DIMS = (8, 16, 32, 64)
+MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions
 SMALL_STRIDE = 8  # R up to this takes the small-stride launch shape
 STAGED_STRIDE_LIMIT = 32  # small_gate.py stages tiles (slowly, at K = 16) below this stride
 MAX_WARPS = 8
@@ -63,6 +64,11 @@ def default_launch(k: int, n_right: int) -> NativeLaunch:
     if k <= 16 and n_right <= SMALL_STRIDE:
         return launch_shape(k, n_tiles=1, prefetch=False, blocks_per_sm=2)
     return launch_shape(k, n_tiles=2, prefetch=False, blocks_per_sm=1)
+
+
+def dmma_available() -> bool:
+    """Whether the current GPU has the f64 mma shapes this kernel uses (sm_90 and newer)."""
+    return compute_capability() >= MIN_COMPUTE_CAPABILITY
 
 
 def dmma_preferred(k: int, n_right: int) -> bool:

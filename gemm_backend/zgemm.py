@@ -4,7 +4,7 @@ import numbers
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
-from .native_gate import DMMA_DIMS, apply_native_gate, dmma_preferred, gate_fragments
+from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
@@ -50,7 +50,7 @@ class ZgemmBackend(GemmBackend):
         return on_gpu and k <= self.small_gate_max_dim and kernel_is_faster(k, n_right)
 
     def prepare(self, u) -> None:
-        if is_gpu_array(u) and u.shape[0] in self.dmma_dims:
+        if is_gpu_array(u) and u.shape[0] in self.dmma_dims and dmma_available():
             self._fragments[id(u)] = (u, gate_fragments(u))
 
     def finish_run(self) -> None:
@@ -64,7 +64,7 @@ class ZgemmBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        if on_gpu and k in self.dmma_dims and dmma_preferred(k, n_right):
+        if on_gpu and k in self.dmma_dims and dmma_preferred(k, n_right) and dmma_available():
             prepared = self._fragments.get(id(u))
             apply_native_gate(u, x, out, fragments=prepared[1] if prepared and prepared[0] is u else None)
             self.last_call_info = {"kernel": "dmma"}

@@ -147,3 +147,21 @@ def test_gpu_warm_up_leaves_no_slow_gate(backend, rng):
     result = Simulator(backend=backend, device="gpu", progress=False).run(Circuit(n_qubits, gates * 2))
     times = np.array(result.gate_times_s)
     assert times.max() <= 3 * np.median(times), (times.max(), np.median(times))
+
+
+@pytest.mark.gpu
+def test_gpu_before_hopper_takes_the_other_paths(monkeypatch, rng):
+    """An sm_80 GPU lacks mma.sync m16n8k4 f64: cublas must route around the kernel, not fail."""
+    import cupy as cp
+
+    from gemm_backend import native_gate
+
+    monkeypatch.setattr(native_gate, "compute_capability", lambda: 80)
+    backend = gemm_backend.get("cublas")
+    for shape, path in (((64, 32, 1), "zgemm"), ((4, 32, 64), "small_gate"), ((8, 16, 2), "small_gate")):
+        u, x = crandn(rng, shape[1], shape[1]), crandn(rng, *shape)
+        u_gpu, x_gpu = cp.asarray(u), cp.asarray(x)
+        backend.prepare(u_gpu)
+        backend.apply_batched(u_gpu, x_gpu, x_gpu)
+        assert backend.last_call_info["kernel"] == path
+        assert np.abs(x_gpu.get() - np.einsum("ij,ljr->lir", u, x)).max() < 1e-12
