@@ -14,6 +14,16 @@ WARPS_PER_BLOCK = THREADS // 32
 ROW_BLOCKS_PER_SM = 16
 ELEMENT_BLOCKS_PER_SM = 32
 KERNEL_DIR = Path(__file__).with_name("kernels")
+# Shared memory on Hopper: a block may opt into 227 KiB; a multiprocessor has 228 KiB, of which the
+# driver keeps 1 KiB per resident block.
+SHARED_LIMIT = 227 * 1024
+SHARED_PER_SM = 228 * 1024
+SHARED_RESERVED = 1024
+
+
+def shared_limit(blocks_per_sm: int) -> int:
+    """Dynamic shared memory one block may take when blocks_per_sm of them share a multiprocessor."""
+    return SHARED_LIMIT if blocks_per_sm == 1 else SHARED_PER_SM // blocks_per_sm - SHARED_RESERVED
 
 
 def raw_module(file_name: str, name_expressions):

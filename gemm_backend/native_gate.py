@@ -13,16 +13,13 @@ import numpy as np
 
 from .arrays import array_module, compute_capability, cupy_module, multiprocessor_count
 from .errors import BackendError
-from .kernel_launch import raw_module
+from .kernel_launch import raw_module, shared_limit
 
 DMMA_DIMS = (8, 16, 32, 64)
 MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions
 SMALL_STRIDE = 8  # R up to this takes the small-stride launch shape
 STAGED_STRIDE_LIMIT = 32  # small_gate.py stages tiles (slowly, at K = 16) below this stride
 MAX_WARPS = 8
-_SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
-_SHARED_PER_SM = 228 * 1024
-_SHARED_RESERVED = 1024  # per block, kept by the driver
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ def dmma_preferred(k: int, n_right: int) -> bool:
 
 def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int, mma_k: int = 4) -> NativeLaunch:
     """A NativeLaunch with as many warps (up to 8) as shared memory allows at blocks_per_sm."""
-    limit = _SHARED_LIMIT if blocks_per_sm == 1 else _SHARED_PER_SM // blocks_per_sm - _SHARED_RESERVED
+    limit = shared_limit(blocks_per_sm)
     shape = NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, MAX_WARPS, mma_k)
     if shape.shared_bytes <= limit:
         return shape

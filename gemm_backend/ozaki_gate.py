@@ -13,7 +13,7 @@ import numpy as np
 
 from .arrays import array_module, cupy_module, multiprocessor_count
 from .errors import BackendError
-from .kernel_launch import raw_module
+from .kernel_launch import raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
@@ -23,9 +23,6 @@ MAX_WARPS = 8
 MIN_PREFETCH_WARPS = 4
 DIGIT_REGISTERS = 128  # per-lane registers the column digits may take (NT at K = 64)
 DIGIT_BITS = 8
-_SHARED_LIMIT = 227 * 1024  # dynamic shared memory a Hopper block may opt into
-_SHARED_PER_SM = 228 * 1024
-_SHARED_RESERVED = 1024  # per block, kept by the driver
 _EXPONENT_BYTES = 256
 
 
@@ -81,7 +78,7 @@ def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks
     n_tiles = default[0] if n_tiles is None else n_tiles
     prefetch = default[1] if prefetch is None else prefetch
     blocks_per_sm = default[2] if blocks_per_sm is None else blocks_per_sm
-    limit = _SHARED_LIMIT if blocks_per_sm == 1 else _SHARED_PER_SM // blocks_per_sm - _SHARED_RESERVED
+    limit = shared_limit(blocks_per_sm)
     fixed = gate_bytes(k, plan.b_slices) + _EXPONENT_BYTES
     if fixed > limit:
         if blocks_per_sm == 1:
