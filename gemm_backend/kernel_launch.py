@@ -64,6 +64,11 @@ def launch_per_element(function, count: int, args: tuple) -> None:
     _launch(function, -(-count // THREADS), ELEMENT_BLOCKS_PER_SM, args, 0)
 
 
+def persistent_blocks(wanted_blocks: int, blocks_per_sm: int) -> int:
+    """Blocks of a persistent grid: as many as the work wants, at most blocks_per_sm per
+    multiprocessor (the kernels loop over the rest), at least one."""
+    return max(1, min(multiprocessor_count() * blocks_per_sm, wanted_blocks))
+
+
 def _launch(function, wanted_blocks: int, blocks_per_sm: int, args: tuple, shared_mem: int) -> None:
-    max_blocks = multiprocessor_count() * blocks_per_sm
-    function((max(1, min(max_blocks, wanted_blocks)),), (THREADS,), args, shared_mem=shared_mem)
+    function((persistent_blocks(wanted_blocks, blocks_per_sm),), (THREADS,), args, shared_mem=shared_mem)

@@ -243,7 +243,7 @@ class OzakiBackend(GemmBackend):
         k = x.shape[1]
         moduli = self.ozaki2_moduli(k)
         OzakiCrtBackend(moduli, workspace_bytes=self._workspace(on_gpu)).apply_batched(u, x, out)
-        self.scheme_counts[OZAKI2] += 1
+        self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2,
                                "bound": crt_error_bound(moduli, k)}
 
@@ -298,14 +298,14 @@ class OzakiBackend(GemmBackend):
         self.split_counts = collections.Counter()
         self.pair_count = 0
         self.fallbacks = 0
-        self.scheme_counts = collections.Counter()
+        self.ozaki2_gates = 0
 
     def statistics(self) -> dict:
         stats = super().statistics()
         stats["splits_histogram"] = dict(sorted(self.split_counts.items()))
         stats["pairs"] = self.pair_count
         stats["fallbacks"] = self.fallbacks
-        stats["ozaki2_gates"] = self.scheme_counts[OZAKI2]
+        stats["ozaki2_gates"] = self.ozaki2_gates
         return stats
 
     # -- plans ----------------------------------------------------------------------------
@@ -425,7 +425,6 @@ class OzakiBackend(GemmBackend):
             if statistics and "a" in statistics:
                 info["bound"] = relative_bound(plan, statistics["a"], statistics["b"])
             self.split_counts[plan.n_slices] += 1
-            self.scheme_counts[OZAKI1] += gate
             self.pair_count += plan.pairs
         self.last_call_info = info
         return out

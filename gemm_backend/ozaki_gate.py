@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, multiprocessor_count
+from .arrays import array_module, cupy_module
 from .errors import BackendError
-from .kernel_launch import raw_module, shared_limit
+from .kernel_launch import persistent_blocks, raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
@@ -175,8 +175,7 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
     n_columns = n_left * n_right
-    columns_per_block = 8 * launch.n_tiles * launch.warps
-    blocks = max(1, min(launch.blocks_per_sm * multiprocessor_count(), -(-n_columns // columns_per_block)))
+    blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
     kernel((blocks,), (32 * launch.warps,),
            (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments, exponents, flag),

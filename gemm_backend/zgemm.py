@@ -16,7 +16,7 @@ class ZgemmBackend(GemmBackend):
     Options:
         dmma_min_qubits: on the GPU, gates of dmma_min_qubits..6 qubits use the in-place FP64
             tensor-core kernel (native_gate.py) where it was measured faster (dmma_preferred: from
-            5 qubits always, 4 qubits at strides up to 8); 7 disables it.
+            5 qubits always, smaller gates at strides R < 32); 7 disables it.
         small_gate_max_qubits: on the GPU, smaller gates of at most this many qubits (K = 2^d <= 32)
             use the in-place CUDA-core kernel (small_gate.py) instead of cuBLAS (0 disables it).
         workspace_bytes: scratch memory for in-place products done in chunks.

@@ -43,8 +43,8 @@ class Device:
         return host_available_bytes()
 
     def copy_bandwidth(self):
-        """Device copy bandwidth in bytes/s (read + write), measured once per process on the GPU
-        (a copy of 1 GiB, or of a quarter of the free memory when less, median of 5 after a
+        """Device copy bandwidth in bytes/s (read + write), measured on the GPU once per process and
+        copy size (a copy of 1 GiB, or of a quarter of the free memory when less, median of 5 after a
         warm-up: 256 MiB copies measured 9% below 2 GiB ones on the H100); None on the CPU."""
         if self.kind != "gpu":
             return None
@@ -55,7 +55,7 @@ class Device:
             cupy_module().cuda.Device().synchronize()
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=None)
 def _gpu_copy_bandwidth(nbytes: int) -> float:
     cp = cupy_module()
     source = cp.ones(nbytes // 8, dtype=cp.float64)

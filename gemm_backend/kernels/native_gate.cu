@@ -5,8 +5,9 @@
 //   [Im o] = [Ui   Ur] [Im i]       (4 K^2 real FMAs per column, as in ZGEMM)
 // on mma.sync f64 (DMMA), m16n8k4 or m16n8k8 (MMA_K): "n" = column, "k" = embedded input (Re, then
 // Im of the amplitudes 4 j + t that lane t of a quad holds: two k4 steps, or the two halves of one
-// k8 step), "m" = embedded output (m-tile mt: rows g = Re, rows g + 8 = Im of amplitude 8 mt + g). So the accumulator of a lane holds whole complex
-// outputs: (d0, d2) of column 2 t, (d1, d3) of column 2 t + 1, for amplitude 8 mt + g.
+// k8 step), "m" = embedded output (m-tile mt: rows g = Re, rows g + 8 = Im of amplitude 8 mt + g).
+// So the accumulator of a lane holds whole complex outputs: (d0, d2) of column 2 t, (d1, d3) of
+// column 2 t + 1, for amplitude 8 mt + g.
 // The tiles, loads and prefetch are the skeleton of gate_tiles.cuh, shared with the INT8 kernel.
 // The gate sits in shared memory as (Ur, Ui) pairs in fragment order; the Im k-step's A operand
 // (-Ui, Ur) is made from the same pair.
