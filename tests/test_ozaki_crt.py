@@ -21,7 +21,7 @@ from gemm_backend.crt import (
     row_scales,
 )
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki_crt import CrtLayout, OzakiCrtBackend
+from gemm_backend.ozaki_crt import TILE_ALIGNMENT, CrtLayout, OzakiCrtBackend, _even_step
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
 
@@ -331,6 +331,21 @@ def test_repeated_runs_and_tilings_give_identical_bits(rng):
     rows, columns = tiled._tile_sizes(130, 45, CrtLayout(tiled.plan, 70, True), on_gpu=False)
     assert rows < 130 and columns < 45  # several tiles both ways
     assert same_bits(first, tiled.matmul(a, b))
+
+
+@pytest.mark.parametrize("total, most", [(16384, 3640), (16384, 8191), (70000, 5000), (1000, 300)])
+def test_large_tiles_are_aligned_even_and_within_the_workspace(total, most):
+    step = _even_step(total, most)
+    pieces = -(-total // step)
+    assert step % TILE_ALIGNMENT == 0 and step <= most
+    assert pieces == -(-total // (most - most % TILE_ALIGNMENT))  # no more pieces than aligned ones need
+    assert pieces * step - total < TILE_ALIGNMENT * pieces  # pieces as even as alignment allows
+
+
+@pytest.mark.parametrize("total, most, expected", [(100, 1000, 100), (1000, 100, 100), (1000, 300, 256),
+                                                   (16384, 3640, 3328), (999, 250, 250)])
+def test_tile_steps(total, most, expected):
+    assert _even_step(total, most) == expected
 
 
 def test_real_mixed_and_empty_inputs(rng):
