@@ -58,13 +58,14 @@ def gate_bytes(k: int, gate_slices: int) -> int:
     return gate_slices * m_tiles * k_tiles * 32 * 16
 
 
-def default_shape(k: int, state_slices: int) -> tuple:
-    """(n_tiles, prefetch, blocks_per_sm) measured fastest on the H100 (BENCHMARKS.md, N = 30,
-    s = 7): one 8-column tile per warp, prefetch and two blocks per multiprocessor up to K = 32;
-    at K = 64 the gate's digits fill shared memory, so one block, no prefetch, two tiles while
-    the digits fit in 128 registers."""
-    if k <= 32:
-        return 1, True, 2
+def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
+    """(n_tiles, prefetch, blocks_per_sm) measured fastest on the H100 (BENCHMARKS.md round 4,
+    N = 30, int8-auto's plans, first targets 0, 1, 2, 12, top): no prefetch, and two blocks per
+    multiprocessor wherever the gate's digits fit twice in shared memory, with two 8-column
+    tiles per warp up to K = 32 and one at K = 64. Where they fit once (K = 64 with more gate
+    digits): one block, two tiles while the column digits fit in 128 registers."""
+    if gate_bytes(k, gate_slices) + _EXPONENT_BYTES <= shared_limit(2):
+        return (2 if k <= 32 else 1), False, 2
     k_tiles = tiles(k)[0]
     return (2 if 2 * state_slices * k_tiles * 2 <= DIGIT_REGISTERS else 1), False, 1
 
@@ -74,7 +75,7 @@ def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks
     None when the fused kernel cannot take it."""
     if k not in FUSED_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS or plan.top > MAX_TOP:
         return None
-    default = default_shape(k, plan.a_slices)
+    default = default_shape(k, plan.a_slices, plan.b_slices)
     n_tiles = default[0] if n_tiles is None else n_tiles
     prefetch = default[1] if prefetch is None else prefetch
     blocks_per_sm = default[2] if blocks_per_sm is None else blocks_per_sm

@@ -1,6 +1,9 @@
-"""Time variants of the fused INT8 gate kernel (n-tiles per warp, prefetch) on one gate shape.
+"""Time launch variants of the fused INT8 gate kernel (n-tiles per warp, prefetch, blocks per
+multiprocessor) under int8-auto's own plan for each gate, for several gate sizes and first
+targets, against the memory floor measured in the same run. The default shape is tagged "d",
+the fastest variant per (d, q) is starred. Prints one short table.
 
-    python scripts/dev_fused_variants.py --qubits 28 --gate-size 5 --splits 7
+    python scripts/dev_fused_variants.py --qubits 30 --gate-sizes 3 4 5 6 --targets 0 1 12 top
 """
 import argparse
 import sys
@@ -11,43 +14,56 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import cupy as cp  # noqa: E402
 
+import gemm_backend  # noqa: E402
+from bench_gates import first_targets  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
-from gemm_backend.ozaki_gate import apply_fused_gate, plan_launch  # noqa: E402
-from gemm_backend.ozaki_plan import plan_products  # noqa: E402
-from timing import median_time  # noqa: E402
+from gemm_backend.ozaki_gate import apply_fused_gate, default_shape, plan_launch  # noqa: E402
+from timing import copy_bandwidth, median_time  # noqa: E402
+
+# (n-tiles per warp, prefetch, blocks per multiprocessor)
+VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1)]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--qubits", type=int, default=28)
-    parser.add_argument("--gate-size", type=int, default=5)
-    parser.add_argument("--splits", type=int, default=7)
-    parser.add_argument("--first-target", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qubits", type=int, default=30)
+    parser.add_argument("--gate-sizes", type=int, nargs="+", default=[5, 6])
+    parser.add_argument("--targets", nargs="+", default=["0", "1", "12", "top"])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    n, d, q = args.qubits, args.gate_size, args.first_target
-    k = 1 << d
+    n = args.qubits
     rng = np.random.default_rng(1)
-    state = cp.asarray(rng.standard_normal(1 << n) + 1j * rng.standard_normal(1 << n))
+    gpu_rng = cp.random.default_rng(1)
+    state = gpu_rng.standard_normal(1 << n) + 1j * gpu_rng.standard_normal(1 << n)
     state /= cp.linalg.norm(state)
-    view = state.reshape(1 << (n - q - d), k, 1 << q)
-    u = cp.asarray(haar_unitary(k, rng))
-    plan = plan_products(args.splits, 2 * k)
-    floor = 32 * (1 << n) / 2.94e12
-    print(f"N={n} d={d} q={q} s={args.splits} floor {floor * 1e3:.2f} ms")
-    for n_tiles in (1, 2, 4):
-        for prefetch in (True, False):
-            for blocks_per_sm in (1, 2):
-                launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks_per_sm)
-                if launch is None or launch.prefetch != prefetch or (blocks_per_sm == 2 and n_tiles == 4):
+    floor = 32 * (1 << n) / copy_bandwidth(True)
+    auto = gemm_backend.get("int8-auto")
+    flag = cp.zeros(1, cp.int32)  # the NaN/Inf flag, read at the end as in a run: no synchronisation per gate
+    print(f"N={n} floor {floor * 1e3:.2f} ms")
+    for d in args.gate_sizes:
+        k = 1 << d
+        u = cp.asarray(haar_unitary(k, rng))
+        plan, _ = auto.gate_plan(u)
+        default = default_shape(k, plan.a_slices, plan.b_slices)
+        for q in first_targets(n, d, args.targets):
+            view = state.reshape(1 << (n - q - d), k, 1 << q)
+            results = []
+            for n_tiles, prefetch, blocks in VARIANTS:
+                launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks)
+                if launch is None or launch.prefetch != prefetch or launch.blocks_per_sm != blocks:
                     continue
+                tag = f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}{'d' if (n_tiles, prefetch, blocks) == default else ''}"
                 try:
-                    seconds = median_time(lambda: apply_fused_gate(u, view, view, plan, launch), True, args.repeats)
-                    print(f"NT={n_tiles} prefetch={launch.prefetch} blocks/SM={blocks_per_sm} warps={launch.warps} "
-                          f"smem={launch.shared_bytes} {seconds * 1e3:.2f} ms  x_floor {seconds / floor:.2f}")
-                except Exception as exc:  # noqa: BLE001
-                    print(f"NT={n_tiles} prefetch={launch.prefetch} blocks/SM={blocks_per_sm}: "
-                          f"{type(exc).__name__}: {str(exc)[:200]}")
+                    seconds = median_time(lambda: apply_fused_gate(u, view, view, plan, launch, flag), True,
+                                          args.repeats, batch=3)
+                    results.append((seconds, tag))
+                except cp.cuda.driver.CUDADriverError as exc:
+                    results.append((float("inf"), f"{tag}: {exc}"[:60]))
+            best = min(results)
+            cells = "  ".join(f"{name} {t / floor:.2f}{'*' if t == best[0] else ''}" for t, name in results)
+            print(f"d={d} q={q:2d} s={plan.a_slices}  {cells}", flush=True)
+    assert int(flag[0]) == 0, "the kernel flagged NaN or Inf in a finite state"
+
 
 if __name__ == "__main__":
     main()

@@ -39,11 +39,14 @@ def test_embedded_rows_are_the_real_embedding(rng):
 
 
 def test_launch_limits():
-    assert plan_launch(32, plan_products(7, 64)).prefetch
+    small = plan_launch(32, plan_products(7, 64))
+    assert (small.n_tiles, small.prefetch, small.blocks_per_sm, small.warps) == (2, False, 2, 8)  # default_shape
+    assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
+    assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
     assert plan_launch(128, plan_products(7, 256)) is None  # K = 128 stays on the tile path
     assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
     big = plan_launch(64, plan_products(13, 128))
-    assert big is not None and big.shared_bytes <= 227 * 1024
+    assert big is not None and big.shared_bytes <= 227 * 1024 and big.blocks_per_sm == 1
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -81,6 +84,30 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
     assert same_bits(got, expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", [3, 5, 6])
+@pytest.mark.parametrize("n_tiles, prefetch, blocks_per_sm", [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2),
+                                                              (2, False, 1), (1, True, 1), (4, False, 1)])
+def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per_sm, rng):
+    """The shapes scripts/dev_fused_variants.py times, against the CPU tiles."""
+    import cupy as cp
+
+    from gemm_backend.ozaki_gate import apply_fused_gate
+
+    k = 1 << d
+    plan = plan_products(7, 2 * k)
+    launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks_per_sm)
+    u = haar_unitary(k, rng)
+    x = _state(rng, (37, k, 4), special=True)
+    expected = np.empty_like(x)
+    backend = gemm_backend.get("int8-7")
+    backend._apply_tiles(u, x, expected, plan, backend.workspace_bytes)
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
+    assert same_bits(x_gpu.get(), expected)
 
 
 @pytest.mark.gpu
