@@ -74,6 +74,23 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
     }
 }
 
+// crt.scaled_limbs of one value: trunc(2^s v) = limbs[0] 2^64 + limbs[1] 2^32 + limbs[2].
+__device__ __forceinline__ void scaled_limbs(double v, int s, double (&limbs)[3])
+{
+    double value = trunc(ldexp(v, s));
+    limbs[0] = trunc(value * 0x1p-64);
+    value -= limbs[0] * 0x1p64;
+    limbs[1] = trunc(value * 0x1p-32);
+    limbs[2] = value - limbs[1] * 0x1p32;
+}
+
+// The symmetric residue modulo p_l of the value held in limbs (crt.residues).
+__device__ __forceinline__ double limb_residue(const double (&limbs)[3], const Modulus &modulus, double pow2_64,
+                                               double pow2_32)
+{
+    return modulus.reduce(limbs[0] * pow2_64 + limbs[1] * pow2_32 + limbs[2]);
+}
+
 // crt.residues, one warp per row: out[row * out_stride + (l * parts + g) * padded + h] is the
 // residue modulo p_l of part g (Re, Im, Re + Im for complex rows; the value for real ones) of
 // element h of trunc(2^scales[row] x[row]); columns width..padded-1 are written as zeros.
@@ -92,24 +109,19 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
         const int s = scales[row];
         signed char *o = out + row * out_stride;
         for (int h = lane; h < padded; h += 32) {
-            double limbs[2][3];  // crt.scaled_limbs of the real and imaginary parts
+            double limbs[2][3];  // of the real and imaginary parts
 #pragma unroll
             for (int part = 0; part < 2; ++part) {
                 if (part > is_complex) break;
-                const double v = h < width ? r[is_complex ? 2 * h + part : h] : 0.0;
-                double value = trunc(ldexp(v, s));
-                limbs[part][0] = trunc(value * 0x1p-64);
-                value -= limbs[part][0] * 0x1p64;
-                limbs[part][1] = trunc(value * 0x1p-32);
-                limbs[part][2] = value - limbs[part][1] * 0x1p32;
+                scaled_limbs(h < width ? r[is_complex ? 2 * h + part : h] : 0.0, s, limbs[part]);
             }
             for (int l = 0; l < n_moduli; ++l) {
                 const Modulus modulus(moduli, inv_moduli, l);
                 signed char *slot = o + (long long)l * parts * padded + h;
-                const double re = modulus.reduce(limbs[0][0] * pow2_64[l] + limbs[0][1] * pow2_32[l] + limbs[0][2]);
+                const double re = limb_residue(limbs[0], modulus, pow2_64[l], pow2_32[l]);
                 slot[0] = (signed char)re;
                 if (is_complex) {
-                    const double im = modulus.reduce(limbs[1][0] * pow2_64[l] + limbs[1][1] * pow2_32[l] + limbs[1][2]);
+                    const double im = limb_residue(limbs[1], modulus, pow2_64[l], pow2_32[l]);
                     slot[padded] = (signed char)im;
                     slot[2 * padded] = (signed char)modulus.reduce(re + im);
                 }
@@ -163,6 +175,46 @@ __device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n
     return sign < 0.0 ? -value : value;
 }
 
+// crt.CrtAccumulator for one complex output (or a real one, in re): sum_l w_l Q_l in limbs and
+// sum_l w_l / p_l, modulus by modulus (add), then the rounded result (finish).
+struct CrtSums {
+    double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {}, re_fraction = 0.0, im_fraction = 0.0;
+
+    // p1, p2, p3: the modulus's INT8 products (crt.combine_products; p2 = p3 = 0 for real ones);
+    // partial: the limbs of Q_l.
+    __device__ __forceinline__ void add(const Modulus &modulus, double inverse, const double *partial, int n_limbs,
+                                        double p1, double p2, double p3)
+    {
+        const double w_re = modulus.reduce((p1 - p2) * inverse);
+        const double w_im = modulus.reduce((p3 - p1 - p2) * inverse);
+        re_fraction += w_re * modulus.inv_p;
+        im_fraction += w_im * modulus.inv_p;
+#pragma unroll
+        for (int j = 0; j < MAX_LIMBS; ++j) {
+            if (j < n_limbs) {
+                re[j] += w_re * partial[j];
+                im[j] += w_im * partial[j];
+            }
+        }
+    }
+
+    // crt.CrtAccumulator.result: the nearest doubles to C' 2^exponent (im only when is_complex).
+    __device__ __forceinline__ void finish(const double *product_limbs, int n_limbs, int exponent, bool is_complex,
+                                           double &re_out, double &im_out)
+    {
+        const double re_multiple = rint(re_fraction), im_multiple = rint(im_fraction);
+#pragma unroll
+        for (int j = 0; j < MAX_LIMBS; ++j) {
+            if (j < n_limbs) {
+                re[j] -= re_multiple * product_limbs[j];
+                im[j] -= im_multiple * product_limbs[j];
+            }
+        }
+        re_out = round_limbs(re, n_limbs, exponent);
+        if (is_complex) im_out = round_limbs(im, n_limbs, exponent);
+    }
+};
+
 // crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols) int32
 // (parts = 3: P1, P2, P3 of Karatsuba; 1: the real product), modulus by modulus. out element
 // (i, c) is written at out[i * out_stride + c * n_out + part] for its n_out = 1 (real) or
@@ -179,38 +231,17 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
     const long long stride = (long long)gridDim.x * blockDim.x;
     const int parts = is_complex ? 3 : 1;
     for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
-        double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {}, re_fraction = 0.0, im_fraction = 0.0;
+        CrtSums sums;
         for (int l = 0; l < n_moduli; ++l) {
-            const Modulus modulus(moduli, inv_moduli, l);
             const int *product = products + (long long)l * parts * count + index;
-            const double *partial = partial_limbs + l * n_limbs;
-            const double p1 = product[0];
-            const double p2 = is_complex ? product[count] : 0.0, p3 = is_complex ? product[2 * count] : 0.0;
-            const double w_re = modulus.reduce((p1 - p2) * inverses[l]);  // crt.combine_products
-            const double w_im = modulus.reduce((p3 - p1 - p2) * inverses[l]);
-            re_fraction += w_re * modulus.inv_p;
-            im_fraction += w_im * modulus.inv_p;
-#pragma unroll
-            for (int j = 0; j < MAX_LIMBS; ++j) {
-                if (j < n_limbs) {
-                    re[j] += w_re * partial[j];
-                    im[j] += w_im * partial[j];
-                }
-            }
+            sums.add(Modulus(moduli, inv_moduli, l), inverses[l], partial_limbs + l * n_limbs, n_limbs, product[0],
+                     is_complex ? product[count] : 0.0, is_complex ? product[2 * count] : 0.0);
         }
         const long long i = index / cols;
         const int c = (int)(index - i * cols);
-        const int exponent = -(row_scales[i] + col_scales[c]);
-        const double re_multiple = rint(re_fraction), im_multiple = rint(im_fraction);
-#pragma unroll
-        for (int j = 0; j < MAX_LIMBS; ++j) {
-            if (j < n_limbs) {
-                re[j] -= re_multiple * product_limbs[j];
-                im[j] -= im_multiple * product_limbs[j];
-            }
-        }
         double *o = out + i * out_stride + (long long)c * (1 + is_complex);
-        o[0] = round_limbs(re, n_limbs, exponent);
-        if (is_complex) o[1] = round_limbs(im, n_limbs, exponent);
+        double im;
+        sums.finish(product_limbs, n_limbs, -(row_scales[i] + col_scales[c]), is_complex, o[0], im);
+        if (is_complex) o[1] = im;
     }
 }
