@@ -21,6 +21,11 @@ _KINDS = {
     (np.dtype(np.float16), np.dtype(np.float32)): (_CUDA_R_16F, _CUDA_R_32F, _COMPUTE_32F, np.float32),
 }
 K_ALIGNMENT = 16  # IMMA kernels want k and leading dimensions in multiples of 16 bytes
+# Inner size k from which gemm_tn_blocks makes one GemmEx call per INT8 block product. On the H100
+# (BENCHMARKS.md round 4) separate calls ran at 1266-1347 TOP/s against 1146-1170 for the
+# strided-batched call on the same operands at k = 8192 and 16384 (Ozaki-II tiles of 4096 x 8192
+# and 3328 x 8192), but at 255 / 809 against 268 / 998 on the state-gate tiles (k = 256, 1024).
+INT8_LOOP_MIN_INNER = 4096
 
 
 def gemm_tn(a, b_rows, out=None):
@@ -60,7 +65,8 @@ def gemm_tn(a, b_rows, out=None):
 
 
 def gemm_tn_blocks(a, b_rows, block: int, n_blocks: int, out=None):
-    """Products of consecutive column blocks, each a separate output, as one strided-batched GemmEx.
+    """Products of consecutive column blocks, each a separate output: one strided-batched GemmEx,
+    or one GemmEx per block for INT8 blocks of at least INT8_LOOP_MIN_INNER (faster there).
 
     out[p] (m, n) = a[:, p*block:(p+1)*block] @ b_rows[:, p*block:(p+1)*block]^T for p < n_blocks.
     a (m, lda), b_rows (n, ldb): C-contiguous cupy arrays, both float16 (FP32 accumulation) or
@@ -94,6 +100,12 @@ def gemm_tn_blocks(a, b_rows, block: int, n_blocks: int, out=None):
         return out
     one, zero = np.array(1, scalar), np.array(0, scalar)
     handle = cp.cuda.device.get_cublas_handle()
+    if a.dtype == np.int8 and block >= INT8_LOOP_MIN_INNER:
+        for p in range(n_blocks):
+            cublas.gemmEx(handle, 1, 0, n, m, block, one.ctypes.data, b_rows.data.ptr + p * block, in_type, ldb,
+                          a.data.ptr + p * block, in_type, lda, zero.ctypes.data,
+                          out.data.ptr + p * m * n * out.itemsize, out_type, n, compute, _GEMM_DEFAULT)
+        return out
     cublas.gemmStridedBatchedEx(handle, 1, 0, n, m, block, one.ctypes.data,
                                 b_rows.data.ptr, in_type, ldb, block, a.data.ptr, in_type, lda, block,
                                 zero.ctypes.data, out.data.ptr, out_type, n, m * n, n_blocks, compute, _GEMM_DEFAULT)

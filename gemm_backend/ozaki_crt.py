@@ -13,7 +13,7 @@ Large products run in tiles (rows of A x columns of B) that keep the working mem
 workspace_bytes; the columns of B are the outer loop, so their residues are made once per tile.
 CPU: the INT8 products are float64 GEMMs of the residues, exact because k 128^2 < 2^53; the
 reconstruction is crt.CrtAccumulator. GPU (kernels/ozaki_crt.cu): one kernel writes the residues
-of every modulus and part side by side in each row, one strided-batched cublas_ex.gemm_tn_blocks
+of every modulus and part side by side in each row, one cublas_ex.gemm_tn_blocks call
 takes all 3m products of a tile, one kernel reconstructs and writes the output once. Both paths
 compute the same exact integers and round them once, so they agree bit for bit.
 """
@@ -249,7 +249,7 @@ class _CpuTileProducts:
 # -- GPU ------------------------------------------------------------------------------------------
 class _GpuTileProducts:
     """The same on the GPU: residues of every modulus and part side by side in each row (one
-    kernel), all products of a tile in one strided-batched INT8 GEMM, one reconstruction kernel."""
+    kernel), all products of a tile from gemm_tn_blocks (INT8), one reconstruction kernel."""
 
     def __init__(self, layout: CrtLayout, b_rows, b_scales):
         self.layout = layout

@@ -2,8 +2,9 @@
 
 For each case (r, k, c) and number of moduli m, takes the backend's own tile plan, times its
 first tile stage by stage (row scales of A and of B^T, residues of A and of B^T, the
-strided-batched INT8 GEMM of all 3m products, the reconstruction), one plain INT8 GEMM of the
-tile's shape for the tensor-core rate, and the whole backend call; prints ms per stage and the
+strided-batched INT8 GEMM of all 3m products, the reconstruction), the same products as separate
+GEMM calls (cublas_ex.gemm_tn_blocks's two ways), one plain INT8 GEMM of the tile's shape for the
+tensor-core rate, and the whole backend call; prints ms per stage and the
 whole call's share that the stages of all tiles explain. Development script: the figures that
 matter go to BENCHMARKS.md through bench_gemm.py.
 
@@ -15,15 +16,16 @@ import sys
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from gemm_backend import ozaki_crt  # noqa: E402
+from gemm_backend import cublas_ex, ozaki_crt  # noqa: E402
 from gemm_backend.arrays import cupy_module  # noqa: E402
 from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks  # noqa: E402
 from gemm_backend.kernel_launch import launch_per_element, row_stride  # noqa: E402
 from timing import median_time, print_table  # noqa: E402
 
 COLUMNS = [("case", "case", "{}"), ("m", "m", "{}"), ("align", "align", "{}"), ("tile", "tile r x c", "{}"), ("tiles", "tiles", "{}"),
-           ("scales", "scales ms", "{:.2f}"), ("residues", "residues ms", "{:.2f}"), ("gemm", "3m gemm ms", "{:.2f}"),
-           ("gemm_tops", "gemm TOP/s", "{:.0f}"), ("one_gemm_tops", "1 gemm TOP/s", "{:.0f}"),
+           ("scales", "scales ms", "{:.2f}"), ("residues", "residues ms", "{:.2f}"), ("gemm", "batched ms", "{:.2f}"),
+           ("gemm_tops", "batched TOP/s", "{:.0f}"), ("loop_tops", "loop TOP/s", "{:.0f}"),
+           ("one_gemm_tops", "1 gemm TOP/s", "{:.0f}"),
            ("reconstruct", "reconstruct ms", "{:.2f}"), ("stages", "stages x tiles ms", "{:.1f}"),
            ("whole", "whole ms", "{:.1f}")]
 
@@ -31,6 +33,22 @@ def random_complex(cp, shape, seed):
     rng = cp.random.default_rng(seed)
     parts = [rng.uniform(-0.5, 0.5, shape) * cp.exp(rng.standard_normal(shape)) for _ in range(2)]
     return parts[0] + 1j * parts[1]
+
+def batched_and_loop(gemm):
+    """(batched, loop): gemm() with gemm_tn_blocks forced to one strided-batched call, and to one call per block."""
+    saved = cublas_ex.INT8_LOOP_MIN_INNER
+
+    def forced(threshold):
+        def run():
+            cublas_ex.INT8_LOOP_MIN_INNER = threshold
+            try:
+                gemm()
+            finally:
+                cublas_ex.INT8_LOOP_MIN_INNER = saved
+        return run
+
+    return forced(2**62), forced(0)
+
 
 def profile(name, r, k, c, moduli, workspace, repeats):
     cp = cupy_module()
@@ -66,20 +84,24 @@ def profile(name, r, k, c, moduli, workspace, repeats):
             tables["partial_limbs"], tables["product_limbs"], a_scales, b_scales, out, cp.int64(row_stride(out))))
 
     one_a, one_b = a_res[:, :layout.padded].copy(), b_res[:, :layout.padded].copy()
+    batched, loop = batched_and_loop(lambda: gemm_tn_blocks(a_res, b_res, layout.padded, layout.blocks, out=products))
     times = {
         "scales": median_time(scales, True, repeats),
         "residues": median_time(residues, True, repeats),
-        "gemm": median_time(lambda: gemm_tn_blocks(a_res, b_res, layout.padded, layout.blocks, out=products), True, repeats),
+        "gemm": median_time(batched, True, repeats),
         "one_gemm": median_time(lambda: gemm_tn(one_a, one_b), True, repeats),
+        "loop": median_time(loop, True, repeats),
         "reconstruct": median_time(reconstruct, True, repeats),
     }
     whole = median_time(lambda: backend.matmul(a, b), True, max(1, repeats // 2), warmup=1)
     int8_ops = 2.0 * row_step * col_step * layout.padded
-    stage_sum = sum(times[key] for key in ("scales", "residues", "gemm", "reconstruct"))
+    taken = "loop" if layout.padded >= cublas_ex.INT8_LOOP_MIN_INNER else "gemm"
+    stage_sum = sum(times[key] for key in ("scales", "residues", taken, "reconstruct"))
     return {"case": name, "m": moduli, "align": ozaki_crt.TILE_ALIGNMENT, "tile": f"{row_step} x {col_step}", "tiles": tiles,
             "scales": 1e3 * times["scales"], "residues": 1e3 * times["residues"], "gemm": 1e3 * times["gemm"],
             "gemm_tops": layout.blocks * int8_ops / times["gemm"] / 1e12,
-            "one_gemm_tops": int8_ops / times["one_gemm"] / 1e12, "reconstruct": 1e3 * times["reconstruct"],
+            "one_gemm_tops": int8_ops / times["one_gemm"] / 1e12,
+            "loop_tops": layout.blocks * int8_ops / times["loop"] / 1e12, "reconstruct": 1e3 * times["reconstruct"],
             "stages": 1e3 * stage_sum * tiles, "whole": 1e3 * whole}
 
 def main(argv=None):

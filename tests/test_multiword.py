@@ -350,12 +350,16 @@ def test_gpu_apply_batched_equals_dense_product(shape, rng):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("dtype", [np.float16, np.int8])
-def test_gemm_tn_blocks_matches_numpy(dtype, rng):
-    """Small integers: every block product is exact in both, so they must agree bit for bit."""
+@pytest.mark.parametrize("dtype, loop", [(np.float16, False), (np.int8, False), (np.int8, True)])
+def test_gemm_tn_blocks_matches_numpy(dtype, loop, rng, monkeypatch):
+    """Small integers: every block product is exact in both, so they must agree bit for bit
+    (INT8 both as one batched call and as a loop of calls)."""
     import cupy as cp
 
+    from gemm_backend import cublas_ex
     from gemm_backend.cublas_ex import gemm_tn_blocks
+
+    monkeypatch.setattr(cublas_ex, "INT8_LOOP_MIN_INNER", 0 if loop else 2**62)
 
     a = rng.integers(-8, 8, (96, 160)).astype(dtype)
     b_rows = rng.integers(-8, 8, (40, 144)).astype(dtype)
