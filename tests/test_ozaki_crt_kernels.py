@@ -138,3 +138,24 @@ def test_host_row_scales_flag_non_finite_rows(kernels):
     assert host_scales(kernels, rows, 40)[1]
     rows[1, 17] = np.nan
     assert not host_scales(kernels, rows, 40)[1]
+
+
+@pytest.mark.parametrize("m", [8, 14, 20])
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_host_residues_equal_the_specification(kernels, m, is_complex, rng):
+    """Byte for byte, including the p = 256 ties the kernel wraps from +128 to -128."""
+    from gemm_backend.crt import residues
+
+    layout = CrtLayout(crt_plan(m), 40, is_complex)
+    a = seed_paper_matrix(rng, (7, layout.k), 3.0, is_complex)
+    a[2] = 128.0 * (1 + 2 * rng.integers(-2**20, 2**20, layout.k))  # odd multiples of 128: ties at 256
+    rows = np.ascontiguousarray(a).view(np.float64) if is_complex else np.ascontiguousarray(a)
+    scales = np.zeros(rows.shape[0], np.int32)
+    scales[[0, 1, 3, 4, 5, 6]] = host_scales(kernels, rows, layout.plan.a_bits)[0][[0, 1, 3, 4, 5, 6]]
+    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
+    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    expected = residues(rows, scales, layout.plan, is_complex)  # (m, G, r, k)
+    expected = expected.reshape(layout.blocks, rows.shape[0], layout.k).transpose(1, 0, 2)
+    assert np.array_equal(got[:, :, :layout.k], expected)
+    assert not got[:, :, layout.k:].any()
+    assert (expected[2, 0] == -128).any()  # the tie case happened

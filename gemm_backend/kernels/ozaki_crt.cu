@@ -1,10 +1,11 @@
 // Ozaki-II (Chinese remainder) kernels: row scales, int8 residues and the CRT reconstruction.
 // The numpy specification is gemm_backend/crt.py; these kernels repeat it step for step and
-// must give the same bits. Every value operation is exact (powers-of-two scalings, trunc, floor,
-// rint, sums and products of integers below 2^53, integer shifts) apart from the quotient
-// estimate y * inv_p, which is corrected exactly, the sum of w / p, whose rounding cannot change
-// the integer n it is rounded to, and the single rounding of the result (cvt + ldexp). So FMA
-// contraction cannot change any output.
+// must give the same bits, with one freedom: the reconstruction's w_l may be any residue
+// (Modulus::congruent), which moves X and n but not C' = X - n M. Every value operation is exact
+// (powers-of-two scalings, trunc, floor, rint, sums and products of integers below 2^53, integer
+// shifts) apart from the quotient estimate y * inv_p, close enough to give the nearest quotient,
+// the sum of w / p, whose rounding cannot change the integer n it is rounded to, and the single
+// rounding of the result (cvt + ldexp). So FMA contraction cannot change any output.
 
 #define FULL_MASK 0xffffffffu
 #define SCALE_BITS 16
@@ -15,21 +16,21 @@
 __device__ __forceinline__ long long global_warp() { return (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ long long warp_count() { return ((long long)gridDim.x * blockDim.x) >> 5; }
 
-// One modulus p with fl(1/p) and the range [lower, upper] = [-floor(p/2), floor((p-1)/2)] of
-// its symmetric residues.
+// One modulus p with fl(1/p).
 struct Modulus {
-    double p, inv_p, upper, lower;
-    __device__ Modulus(const double *moduli, const double *inv_moduli, int l)
-        : p(moduli[l]), inv_p(inv_moduli[l]), upper(floor((moduli[l] - 1.0) * 0.5)), lower(-floor(moduli[l] * 0.5)) {}
-    // crt.symmetric_mod: the residue of y (an integer below 2^50), exact.
-    __device__ double reduce(double y) const
-    {
-        double r = y - p * rint(y * inv_p);
-        if (r > upper) r -= p;
-        if (r < lower) r += p;
-        return r;
-    }
+    double p, inv_p;
+    __device__ Modulus(const double *moduli, const double *inv_moduli, int l) : p(moduli[l]), inv_p(inv_moduli[l]) {}
+    // A residue of y (an integer, |y| < 2^41) in [-p/2, p/2], exact: y fl(1/p) is within 2^-11
+    // of y / p, and for odd p the fraction of y / p stays 1/(2p) > 2^-9 away from 1/2, so rint
+    // finds the nearest quotient and the residue is crt.symmetric_mod's; for p = 256 (an exact
+    // quotient) a tie may give +128 where symmetric_mod gives -128. The reconstruction takes any
+    // residue (crt.py: only X = C' mod M matters), and int8_residue wraps +128 to -128.
+    __device__ double congruent(double y) const { return y - p * rint(y * inv_p); }
 };
+
+// The int8 of crt.symmetric_mod from a residue of congruent(): the same value, or -128 for +128
+// (p = 256), by two's complement wrapping.
+__device__ __forceinline__ signed char int8_residue(double r) { return (signed char)(int)r; }
 
 // crt.row_scales, one warp per row of x (rows, cols), rows row_stride elements apart.
 // scales[i] = bits - e + 16 - v (0 for an all-zero row), e the frexp exponent of the row maximum,
@@ -84,11 +85,12 @@ __device__ __forceinline__ void scaled_limbs(double v, int s, double (&limbs)[3]
     limbs[2] = value - limbs[1] * 0x1p32;
 }
 
-// The symmetric residue modulo p_l of the value held in limbs (crt.residues).
+// A residue (Modulus::congruent) modulo p_l of the value held in limbs, |value| < 2^80: the
+// argument stays below 2^16 * 255 + 2^32 * 255 + 2^32 < 2^41.
 __device__ __forceinline__ double limb_residue(const double (&limbs)[3], const Modulus &modulus, double pow2_64,
                                                double pow2_32)
 {
-    return modulus.reduce(limbs[0] * pow2_64 + limbs[1] * pow2_32 + limbs[2]);
+    return modulus.congruent(limbs[0] * pow2_64 + limbs[1] * pow2_32 + limbs[2]);
 }
 
 // crt.residues, one warp per row: out[row * out_stride + (l * parts + g) * padded + h] is the
@@ -119,11 +121,11 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
                 const Modulus modulus(moduli, inv_moduli, l);
                 signed char *slot = o + (long long)l * parts * padded + h;
                 const double re = limb_residue(limbs[0], modulus, pow2_64[l], pow2_32[l]);
-                slot[0] = (signed char)re;
+                slot[0] = int8_residue(re);
                 if (is_complex) {
                     const double im = limb_residue(limbs[1], modulus, pow2_64[l], pow2_32[l]);
-                    slot[padded] = (signed char)im;
-                    slot[2 * padded] = (signed char)modulus.reduce(re + im);
+                    slot[padded] = int8_residue(im);
+                    slot[2 * padded] = int8_residue(modulus.congruent(re + im));
                 }
             }
         }
@@ -185,8 +187,9 @@ struct CrtSums {
     __device__ __forceinline__ void add(const Modulus &modulus, double inverse, const double *partial, int n_limbs,
                                         double p1, double p2, double p3)
     {
-        const double w_re = modulus.reduce((p1 - p2) * inverse);
-        const double w_im = modulus.reduce((p3 - p1 - p2) * inverse);
+        // |p1 - p2|, |p3 - p1 - p2| < 3 * 2^31 and y_l < 256: congruent()'s range, any residue will do
+        const double w_re = modulus.congruent((p1 - p2) * inverse);
+        const double w_im = modulus.congruent((p3 - p1 - p2) * inverse);
         re_fraction += w_re * modulus.inv_p;
         im_fraction += w_im * modulus.inv_p;
 #pragma unroll

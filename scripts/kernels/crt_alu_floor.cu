@@ -30,7 +30,7 @@ extern "C" __global__ void residues_floor(long long count, int scale, int n_modu
             const Modulus modulus(moduli, inv_moduli, l);
             const double re = limb_residue(limbs[0], modulus, pow2_64[l], pow2_32[l]);
             const double im = limb_residue(limbs[1], modulus, pow2_64[l], pow2_32[l]);
-            sum += (int)(signed char)re + 3 * (int)(signed char)im + 5 * (int)(signed char)modulus.reduce(re + im);
+            sum += int8_residue(re) + 3 * int8_residue(im) + 5 * int8_residue(modulus.congruent(re + im));
         }
     }
     atomicAdd(checksum, sum);
