@@ -20,10 +20,11 @@ How many digits (the plan: s_a, s_b and the largest p + q kept, T):
   state is needed.
 - int8-auto with rho: the seed paper's rule, the smallest s whose average mantissa loss is at
   most rho bits (needs a pass over both operands).
-- int8-auto (target rule) gives the simulator's gates from K = 1024 to Ozaki-II instead
+- int8-auto (target rule) gives the simulator's gates from K = 512 to Ozaki-II instead
   (ozaki_crt.py, the fewest moduli whose bound meets the same target), where it was measured
-  faster than Ozaki-I's tiles (H100, N = 30: 276 against 338 ms at d = 10; Ozaki-I is faster at
-  d = 7..9: 211-251 against 264-275 ms). Both run unfused there (large_gates=).
+  faster than Ozaki-I's tiles (H100, N = 30, BENCHMARKS.md round 4: 239 / 249 against 254 /
+  338 ms at d = 9 / 10; Ozaki-I is faster at d = 7, 8: 213 / 221 against 237 / 247 ms). Both
+  run unfused there (large_gates=).
 
 Where the work runs:
 - apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every
@@ -73,7 +74,7 @@ from .registry import CRT_MODULI, INT8_SPLITS
 
 AUTO = "auto"
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
-OZAKI2_FROM_K = 1024  # large_gates="auto": Ozaki-II from this gate size (module docstring)
+OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75

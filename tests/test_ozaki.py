@@ -391,13 +391,13 @@ def test_large_gates_on_ozaki2(target_error, rng):
 def test_large_gates_option(rng):
     u = seed_paper_matrix(rng, (128, 128), 1.0, True)
     x = seed_paper_matrix(rng, (2, 128, 1), 1.0, True)
-    for large_gates in ("ozaki1", None):  # the default takes Ozaki-I up to K = 512 (measured faster)
+    for large_gates in ("ozaki1", None):  # the default takes Ozaki-I up to K = 256 (measured faster)
         backend = gemm_backend.get("int8-auto", large_gates=large_gates)
         backend.apply_batched(u, x, np.empty_like(x))
         assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
     assert backend.large_gates == "auto"
-    big = seed_paper_matrix(rng, (1024, 1024), 1.0, True)
-    backend.apply_batched(big, seed_paper_matrix(rng, (1, 1024, 2), 1.0, True), np.empty((1, 1024, 2), complex))
+    big = seed_paper_matrix(rng, (512, 512), 1.0, True)
+    backend.apply_batched(big, seed_paper_matrix(rng, (1, 512, 2), 1.0, True), np.empty((1, 512, 2), complex))
     assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 13
     assert gemm_backend.get("int8-9").large_gates == "ozaki1"
     assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
