@@ -16,36 +16,21 @@
 __device__ __forceinline__ long long global_warp() { return (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ long long warp_count() { return ((long long)gridDim.x * blockDim.x) >> 5; }
 
-// Adding 1.5 * 2^52 to a double below 2^51 in magnitude rounds it to an integer (to nearest, ties
-// to even) held in the sum's low mantissa bits; subtracting it again gives that integer exactly.
-// Full-rate adds instead of the conversion instructions (rint, cvt), which run at a quarter rate.
-#define ROUNDING_SHIFT 0x1.8p52
-#define INT_OFFSET 0x1.000008p52  // 2^52 + 2^31
-
 // One modulus p with fl(1/p).
 struct Modulus {
     double p, inv_p;
     __device__ Modulus(const double *moduli, const double *inv_moduli, int l) : p(moduli[l]), inv_p(inv_moduli[l]) {}
-    // A residue of y (an integer, |y| < 2^41) in [-p/2, p/2], exact: y / p is rounded once to
-    // the nearest integer q (fma, ROUNDING_SHIFT) and y - q p is exact. y fl(1/p) is within 2^-11
-    // of y / p, and for odd p the fraction of y / p stays 1/(2p) > 2^-9 away from 1/2, so q is
-    // the nearest quotient and the residue is crt.symmetric_mod's; for p = 256 (an exact
+    // A residue of y (an integer, |y| < 2^41) in [-p/2, p/2], exact: y fl(1/p) is within 2^-11
+    // of y / p, and for odd p the fraction of y / p stays 1/(2p) > 2^-9 away from 1/2, so rint
+    // finds the nearest quotient and the residue is crt.symmetric_mod's; for p = 256 (an exact
     // quotient) a tie may give +128 where symmetric_mod gives -128. The reconstruction takes any
     // residue (crt.py: only X = C' mod M matters), and int8_residue wraps +128 to -128.
-    __device__ double congruent(double y) const
-    {
-        const double quotient = fma(y, inv_p, ROUNDING_SHIFT) - ROUNDING_SHIFT;
-        return fma(-quotient, p, y);
-    }
+    __device__ double congruent(double y) const { return y - p * rint(y * inv_p); }
 };
 
-// The int8 of crt.symmetric_mod from a residue r of congruent(): the low byte of r + 1.5 2^52
-// (two's complement of r in the low mantissa bits), so +128 (p = 256) wraps to -128.
-__device__ __forceinline__ signed char int8_residue(double r) { return (signed char)__double2loint(r + ROUNDING_SHIFT); }
-
-// x + 2^52 + 2^31 as a double, exactly, from the bits: no conversion instruction. Differences of
-// two such values are exact differences of the ints (both lie in [2^52, 2^53)).
-__device__ __forceinline__ double offset_double(int x) { return __hiloint2double(0x43300000, x ^ 0x80000000); }
+// The int8 of crt.symmetric_mod from a residue of congruent(): the same value, or -128 for +128
+// (p = 256), by two's complement wrapping.
+__device__ __forceinline__ signed char int8_residue(double r) { return (signed char)(int)r; }
 
 // crt.row_scales, one warp per row of x (rows, cols), rows row_stride elements apart.
 // scales[i] = bits - e + 16 - v (0 for an all-zero row), e the frexp exponent of the row maximum,
@@ -197,15 +182,14 @@ __device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n
 struct CrtSums {
     double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {}, re_fraction = 0.0, im_fraction = 0.0;
 
-    // p1, p2, p3: the modulus's INT8 products as offset_double (crt.combine_products;
-    // offset_double(0) for p2 and p3 of real products); partial: the limbs of Q_l.
+    // p1, p2, p3: the modulus's INT8 products (crt.combine_products; p2 = p3 = 0 for real ones);
+    // partial: the limbs of Q_l.
     __device__ __forceinline__ void add(const Modulus &modulus, double inverse, const double *partial, int n_limbs,
                                         double p1, double p2, double p3)
     {
-        // exact integers: |P1 - P2|, |P3 - P1 - P2| < 3 * 2^31, times y_l < 256 stays in congruent()'s
-        // range, and any residue will do
+        // |p1 - p2|, |p3 - p1 - p2| < 3 * 2^31 and y_l < 256: congruent()'s range, any residue will do
         const double w_re = modulus.congruent((p1 - p2) * inverse);
-        const double w_im = modulus.congruent(((p3 - p1) - (p2 - INT_OFFSET)) * inverse);
+        const double w_im = modulus.congruent((p3 - p1 - p2) * inverse);
         re_fraction += w_re * modulus.inv_p;
         im_fraction += w_im * modulus.inv_p;
 #pragma unroll
@@ -253,9 +237,8 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
         CrtSums sums;
         for (int l = 0; l < n_moduli; ++l) {
             const int *product = products + (long long)l * parts * count + index;
-            sums.add(Modulus(moduli, inv_moduli, l), inverses[l], partial_limbs + l * n_limbs, n_limbs,
-                     offset_double(product[0]), offset_double(is_complex ? product[count] : 0),
-                     offset_double(is_complex ? product[2 * count] : 0));
+            sums.add(Modulus(moduli, inv_moduli, l), inverses[l], partial_limbs + l * n_limbs, n_limbs, product[0],
+                     is_complex ? product[count] : 0.0, is_complex ? product[2 * count] : 0.0);
         }
         const long long i = index / cols;
         const int c = (int)(index - i * cols);

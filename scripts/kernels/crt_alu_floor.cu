@@ -50,8 +50,8 @@ extern "C" __global__ void reconstruct_floor(long long count, int n_moduli, cons
         for (int l = 0; l < n_moduli; ++l) {
             bits += 0x9e3779b97f4a7c15ULL;  // three products below 2^21 from one word
             sums.add(Modulus(moduli, inv_moduli, l), inverses[l], partial_limbs + l * n_limbs, n_limbs,
-                     offset_double((int)(bits & 0x1fffff)), offset_double((int)((bits >> 21) & 0x1fffff)),
-                     offset_double((int)((bits >> 42) & 0x1fffff)));
+                     (double)(int)(bits & 0x1fffff), (double)(int)((bits >> 21) & 0x1fffff),
+                     (double)(int)((bits >> 42) & 0x1fffff));
         }
         double re, im;
         sums.finish(product_limbs, n_limbs, -100, true, re, im);

@@ -6,11 +6,10 @@
 // Build: g++ -std=c++20 -shared -fPIC -DKERNELS='"path/to/ozaki_crt.cu"' ozaki_crt_host.cpp
 #include <barrier>
 #include <cmath>
-#include <cstring>
 #include <thread>
 #include <vector>
 
-using std::floor; using std::fabs; using std::fma; using std::fmax; using std::frexp; using std::isfinite;
+using std::floor; using std::fabs; using std::fmax; using std::frexp; using std::isfinite;
 using std::ldexp; using std::rint; using std::trunc;
 
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
@@ -29,19 +28,6 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 inline double __ll2double_rn(long long x) { return (double)x; }
-inline int __double2loint(double x)
-{
-    unsigned long long bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    return (int)(unsigned)bits;
-}
-inline double __hiloint2double(int high, int low)
-{
-    const unsigned long long bits = (unsigned long long)(unsigned)high << 32 | (unsigned)low;
-    double x;
-    std::memcpy(&x, &bits, sizeof x);
-    return x;
-}
 
 inline double __shfl_xor_sync(unsigned, double value, int offset)
 {
