@@ -21,7 +21,8 @@ from gemm_backend.ozaki_gate import apply_fused_gate, default_shape, plan_launch
 from timing import copy_bandwidth, median_time  # noqa: E402
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor)
-VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1)]
+VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1),
+            (1, False, 3), (1, True, 3), (1, False, 4)]
 
 
 def main():

@@ -90,7 +90,8 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
 @requires_gpu
 @pytest.mark.parametrize("d", [3, 5, 6])
 @pytest.mark.parametrize("n_tiles, prefetch, blocks_per_sm", [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2),
-                                                              (2, False, 1), (1, True, 1), (4, False, 1)])
+                                                              (2, False, 1), (1, True, 1), (4, False, 1), (1, False, 3),
+                                                              (1, True, 3), (1, False, 4)])
 def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per_sm, rng):
     """The shapes scripts/dev_fused_variants.py times, against the CPU tiles."""
     import cupy as cp
