@@ -6,10 +6,14 @@ Arrays are numpy or cupy; a backend computes on whichever device its inputs live
 """
 import numbers
 
-from .arrays import array_module, iter_column_chunks
+from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks
 from .errors import BackendError
 
 DEFAULT_WORKSPACE_BYTES = 1 << 30
+# The automatic workspace (workspace_bytes=None, where a backend allows it): on the GPU this share
+# of the memory free at call time, at least MIN_AUTO_WORKSPACE; DEFAULT_WORKSPACE_BYTES on the CPU.
+MIN_AUTO_WORKSPACE = 64 << 20
+AUTO_WORKSPACE_FRACTION = 0.75
 
 
 class GemmBackend:
@@ -21,7 +25,8 @@ class GemmBackend:
         last_call_info: what the most recent matmul/apply_batched call did, e.g.
             {"splits": 9}; the simulator records it per gate.
         workspace_bytes: working memory (bytes) a call may allocate beyond its inputs
-            and outputs; large products are processed in chunks to stay inside it.
+            and outputs; large products are processed in chunks to stay inside it. None: the
+            automatic workspace (call_workspace), for backends that accept it.
     """
 
     name = "base"
@@ -30,6 +35,9 @@ class GemmBackend:
     OPTIONS: tuple = ()
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+        self.auto_workspace = workspace_bytes is None
+        if self.auto_workspace:
+            workspace_bytes = DEFAULT_WORKSPACE_BYTES
         if isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, numbers.Integral) or workspace_bytes <= 0:
             raise BackendError(f"workspace_bytes must be a positive integer (bytes), got {workspace_bytes!r}")
         self.workspace_bytes = int(workspace_bytes)
@@ -53,8 +61,18 @@ class GemmBackend:
         return False
 
     def reserved_workspace_bytes(self) -> int:
-        """Memory the caller must leave free for this backend's working memory."""
-        return self.workspace_bytes
+        """Memory the caller must leave free for this backend's working memory (the automatic
+        workspace sizes itself at call time)."""
+        return MIN_AUTO_WORKSPACE if self.auto_workspace else self.workspace_bytes
+
+    def call_workspace(self, on_gpu: bool) -> int:
+        """The working memory of one call: workspace_bytes, or with the automatic workspace on
+        the GPU AUTO_WORKSPACE_FRACTION of the memory free now (cupy's pool counted as free)."""
+        if not self.auto_workspace or not on_gpu:
+            return self.workspace_bytes
+        cp = cupy_module()
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
     # -- a run of many gates (the simulator) --------------------------------------------------
     def warm_up(self, u, x) -> None:
@@ -81,7 +99,7 @@ class GemmBackend:
         """
         n_left, k, n_right = x.shape
         row_bytes = self.workspace_bytes_per_row(k, k) + 32 * k  # + transposed copy and result
-        max_columns = max(1, self.workspace_bytes // row_bytes)
+        max_columns = max(1, self.call_workspace(is_gpu_array(x)) // row_bytes)
         u_t = u.T
         chunk_infos = []
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):

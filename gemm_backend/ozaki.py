@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import array_module, cupy_module, gpu_available, is_gpu_array, iter_column_chunks, to_host
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
+from .base import GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
 from .kernel_launch import launch_per_element
@@ -76,8 +76,6 @@ AUTO = "auto"
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
 OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
-MIN_AUTO_WORKSPACE = 64 << 20
-AUTO_WORKSPACE_FRACTION = 0.75
 # Bytes per element of the CPU path's temporaries while splitting a row (frexp outputs, int64
 # significand, shifts, carry, the digit before narrowing).
 _CPU_SPLIT_TEMPORARY_BYTES = 80
@@ -136,8 +134,7 @@ class OzakiBackend(GemmBackend):
 
     def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True,
                  large_gates=None):
-        super().__init__(DEFAULT_WORKSPACE_BYTES if workspace_bytes is None else workspace_bytes)
-        self.auto_workspace = workspace_bytes is None
+        super().__init__(workspace_bytes)
         self.fixed_splits = _check_splits(splits)
         self.rho = _check_rho(rho, self.fixed_splits)
         if target_error is not None and (self.fixed_splits is not None or self.rho is not None):
@@ -171,10 +168,6 @@ class OzakiBackend(GemmBackend):
             return "fixed"
         return "rho" if self.rho is not None else "target"
 
-    def reserved_workspace_bytes(self) -> int:
-        """Memory the simulator must leave free: the auto workspace sizes itself at call time."""
-        return MIN_AUTO_WORKSPACE if self.auto_workspace else self.workspace_bytes
-
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         return on_gpu and self.fused and plan_launch(k, plan_products(7, 2 * k)) is not None
 
@@ -191,7 +184,7 @@ class OzakiBackend(GemmBackend):
             return self._finish(xp.zeros((m, n), a.dtype), plan, "tiles")
         a_rows = a.view(xp.float64) if is_complex else a
         bits = bits_per_slice(inner)
-        workspace = self._workspace(is_gpu_array(a))
+        workspace = self.call_workspace(is_gpu_array(a))
         a_exps, b_exps, statistics = self._scan(a_rows, b, width, bits, workspace)
         plan = self._plan(inner, statistics)
         if plan is None:
@@ -221,7 +214,7 @@ class OzakiBackend(GemmBackend):
             apply_fused_gate(u, x, out, plan, launch, self._deferred_flag)
             kernel = "fused"
         else:
-            self._apply_tiles(u, x, out, plan, self._workspace(on_gpu))
+            self._apply_tiles(u, x, out, plan, self.call_workspace(on_gpu))
             kernel = "tiles"
         self._finish(None, plan, kernel, statistics, gate=True)
 
@@ -243,7 +236,7 @@ class OzakiBackend(GemmBackend):
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         k = x.shape[1]
         moduli = self.ozaki2_moduli(k)
-        OzakiCrtBackend(moduli, workspace_bytes=self._workspace(on_gpu)).apply_batched(u, x, out)
+        OzakiCrtBackend(moduli, workspace_bytes=self.call_workspace(on_gpu)).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2,
                                "bound": crt_error_bound(moduli, k)}
@@ -392,14 +385,6 @@ class OzakiBackend(GemmBackend):
         elif self.rule == "target":
             summary = summarize_rows(rows, exps, bits)
             statistics[side] = merge_summaries(statistics[side], summary) if side in statistics else summary
-
-    def _workspace(self, on_gpu: bool) -> int:
-        """The working memory of this call: fixed, or on the GPU a share of what is free now."""
-        if not self.auto_workspace or not on_gpu:
-            return self.workspace_bytes
-        cp = cupy_module()
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
     def _tile_sizes(self, m, n: int, width: int, plan: ProductPlan, workspace: int) -> tuple:
         """(rows of A, columns of B) per tile, as even as the counts allow: B's columns take at

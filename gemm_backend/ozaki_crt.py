@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import array_module, cupy_module, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
+from .base import GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
 from .cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from .errors import BackendError
@@ -101,7 +101,11 @@ class OzakiCrtBackend(GemmBackend):
         moduli: the number m of moduli, an int in CRT_MODULI (8..20); the moduli are the m
             largest pairwise coprime integers <= 256. crt.error_bound(m, k) bounds the error,
             crt.moduli_for_target(target, k) gives the m for a target.
-        workspace_bytes: working memory a call may use beyond its inputs and output.
+        workspace_bytes: working memory a call may use beyond its inputs and output; None (the
+            default): three quarters of the device memory free at call time on the GPU (at
+            least 64 MiB), 1 GiB on the CPU (GemmBackend.call_workspace). A small workspace
+            cuts small tiles, which run far slower (BENCHMARKS.md round 4: 0.34x cublas at
+            16384^3 with 1 GiB, 1.8x with 16 GiB).
 
     matmul(a, b): (r, k) @ (k, c) with k <= crt.MAX_INNER (131071); complex128 result when either
     input is complex, float64 when both are real. last_call_info: {"scheme": "ozaki2",
@@ -112,13 +116,14 @@ class OzakiCrtBackend(GemmBackend):
     description = "INT8 Ozaki-II (Chinese remainder) scheme with a fixed number of moduli"
     OPTIONS = ("workspace_bytes",)
 
-    def __init__(self, moduli, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+    def __init__(self, moduli, workspace_bytes: int = None):
         super().__init__(workspace_bytes)
         if isinstance(moduli, bool) or not isinstance(moduli, (int, np.integer)) or int(moduli) not in CRT_MODULI:
             raise BackendError(
                 f"moduli must be an integer in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}, got {moduli!r}")
         self.plan = crt_plan(int(moduli))
-        self.options = {"moduli": self.plan.count, "workspace_bytes": self.workspace_bytes}
+        self.options = {"moduli": self.plan.count,
+                        "workspace_bytes": "auto" if self.auto_workspace else self.workspace_bytes}
         self.last_call_info = self._info()
 
     # -- interface ----------------------------------------------------------------------
@@ -132,7 +137,8 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a))
+        workspace = self.call_workspace(is_gpu_array(a))
+        row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a), workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
         tile_products = _TILE_PRODUCTS[is_gpu_array(a)]
         for cols in _steps(n_cols, col_step):
@@ -180,18 +186,20 @@ class OzakiCrtBackend(GemmBackend):
             raise BackendError(f"matmul operand {operand} contains NaN or Inf; the INT8 Ozaki-II scheme needs finite input")
         return scales
 
-    def _tile_sizes(self, n_rows, n_cols: int, layout: CrtLayout, on_gpu: bool) -> tuple:
-        """(rows of A, columns of B) per tile on the GPU or the CPU: B's columns take at most
-        half the workspace, rows of A (n_rows of them; None for unbounded) the rest; both as
-        even as the counts allow, in multiples of TILE_ALIGNMENT where the workspace holds that
-        many (the INT8 GEMMs of unaligned tiles run slower)."""
+    def _tile_sizes(self, n_rows, n_cols: int, layout: CrtLayout, on_gpu: bool, workspace: int = None) -> tuple:
+        """(rows of A, columns of B) per tile on the GPU or the CPU within `workspace` bytes
+        (default workspace_bytes): B's columns take at most half of it, rows of A (n_rows of
+        them; None for unbounded) the rest; both as even as the counts allow, in multiples of
+        TILE_ALIGNMENT where the workspace holds that many (the INT8 GEMMs of unaligned tiles
+        run slower)."""
+        workspace = self.workspace_bytes if workspace is None else workspace
         per_column = layout.b_col_bytes(on_gpu)
-        col_step = _even_step(n_cols, max(1, self.workspace_bytes // 2 // per_column))
+        col_step = _even_step(n_cols, max(1, workspace // 2 // per_column))
         per_row = layout.a_row_bytes(col_step, on_gpu)
-        row_step = (self.workspace_bytes - col_step * per_column) // per_row
+        row_step = (workspace - col_step * per_column) // per_row
         if row_step < 1:
             raise BackendError(
-                f"workspace_bytes={self.workspace_bytes} is too small for {self.name} at inner size {layout.k}: "
+                f"workspace_bytes={workspace} is too small for {self.name} at inner size {layout.k}: "
                 f"one row and one column need {per_row + per_column} bytes; raise workspace_bytes")
         if n_rows is not None:
             row_step = _even_step(n_rows, row_step)
