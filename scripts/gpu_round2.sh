@@ -7,6 +7,8 @@
 #   bash scripts/gpu_round2.sh custatevec -> the N = 30 brickwork through cuStateVec and our engine
 #     (carry .cusv/ with the custatevec-cu13 wheel instead of .whl/: both exceed the transfer limit)
 #   bash scripts/gpu_round2.sh crt     -> int8-auto's Ozaki-II gates (d = 7..10) and 16384^3 square GEMM
+#   bash scripts/gpu_round2.sh crt-default -> int8-crt's GPU tests and square GEMMs at its default (automatic)
+#     workspace, the checks round 4 left unrun
 # Outputs (logs, JSON) go to $OUT (or ./out). Wheels for qiskit are taken from .whl/ when present.
 set -uo pipefail
 out=${OUT:-out}; mkdir -p "$out"
@@ -65,6 +67,11 @@ crt)
   python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-16 --shapes square \
     --sizes 16384 --inputs phi --error-cols 256 --option workspace_bytes=17179869184 --repeats 3 \
     --json "$out/crt_square_16384.json" 2>&1 | tail -5
+  ;;
+crt-default)
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki_crt.py 2>&1 | tee "$out/gpu_tests_crt.log" | tail -3
+  python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-15,int8-crt-16 --shapes square \
+    --sizes 8192 16384 --inputs phi --error-cols 256 --repeats 3 --json "$out/crt_square_default.json" 2>&1 | tail -9
   ;;
 custatevec)
   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_native_gate.py tests/test_state.py \
