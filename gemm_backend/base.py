@@ -26,16 +26,19 @@ class GemmBackend:
             {"splits": 9}; the simulator records it per gate.
         workspace_bytes: working memory (bytes) a call may allocate beyond its inputs
             and outputs; large products are processed in chunks to stay inside it. None: the
-            automatic workspace (call_workspace), for backends that accept it.
+            automatic workspace (call_workspace), for backends with AUTOMATIC_WORKSPACE.
     """
 
     name = "base"
     description = ""
     #: Keyword options accepted by the constructor, checked by the registry.
     OPTIONS: tuple = ()
+    #: Whether workspace_bytes=None (the automatic workspace, call_workspace) is accepted: only
+    #: by backends that size every call's working memory through call_workspace.
+    AUTOMATIC_WORKSPACE = False
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
-        self.auto_workspace = workspace_bytes is None
+        self.auto_workspace = workspace_bytes is None and self.AUTOMATIC_WORKSPACE
         if self.auto_workspace:
             workspace_bytes = DEFAULT_WORKSPACE_BYTES
         if isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, numbers.Integral) or workspace_bytes <= 0:

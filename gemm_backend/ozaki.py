@@ -131,6 +131,7 @@ class OzakiBackend(GemmBackend):
     name = "int8"
     description = "INT8 Ozaki scheme (fixed or automatic number of splits)"
     OPTIONS = ("rho", "target_error", "workspace_bytes", "fused", "large_gates")
+    AUTOMATIC_WORKSPACE = True
 
     def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True,
                  large_gates=None):

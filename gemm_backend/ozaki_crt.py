@@ -115,6 +115,7 @@ class OzakiCrtBackend(GemmBackend):
     name = "int8-crt"
     description = "INT8 Ozaki-II (Chinese remainder) scheme with a fixed number of moduli"
     OPTIONS = ("workspace_bytes",)
+    AUTOMATIC_WORKSPACE = True
 
     def __init__(self, moduli, workspace_bytes: int = None):
         super().__init__(workspace_bytes)

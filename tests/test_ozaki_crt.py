@@ -413,6 +413,10 @@ def test_default_workspace_is_automatic(rng):
     assert fixed.call_workspace(on_gpu=True) == 1 << 20 and fixed.options["workspace_bytes"] == 1 << 20
     a, b = seed_paper_matrix(rng, (20, 16), 1.0, True), seed_paper_matrix(rng, (16, 7), 1.0, True)
     assert same_bits(backend.matmul(a, b), fixed.matmul(a, b))
+    from gemm_backend.zgemm import ZgemmBackend
+
+    with pytest.raises(BackendError, match="workspace_bytes must be a positive integer"):
+        ZgemmBackend(workspace_bytes=None)  # sizes its chunks from workspace_bytes alone: no automatic workspace
 
 
 @pytest.mark.gpu
