@@ -342,6 +342,27 @@ def test_large_tiles_are_aligned_even_and_within_the_workspace(total, most):
     assert pieces * step - total < TILE_ALIGNMENT * pieces  # pieces as even as alignment allows
 
 
+def test_tile_plans_stay_within_the_workspace(rng):
+    """Random shapes, moduli and workspaces on both devices: the tile plan's memory (B's columns,
+    then A's rows at that column count) fits the workspace, and large tiles are aligned."""
+    for _ in range(300):
+        m = int(rng.integers(8, 21))
+        k, n_rows, n_cols = (int(v) for v in rng.integers(1, 40000, 3))
+        workspace = int(rng.integers(1 << 22, 1 << 36))
+        backend = crt(m, workspace_bytes=workspace)
+        for on_gpu in (False, True):
+            layout = CrtLayout(backend.plan, k, True)
+            try:
+                row_step, col_step = backend._tile_sizes(n_rows, n_cols, layout, on_gpu)
+            except BackendError:
+                continue  # one row and one column do not fit: reported, not tiled
+            assert 1 <= row_step <= n_rows and 1 <= col_step <= n_cols
+            used = col_step * layout.b_col_bytes(on_gpu) + row_step * layout.a_row_bytes(col_step, on_gpu)
+            assert used <= workspace
+            for step, total in ((row_step, n_rows), (col_step, n_cols)):
+                assert step == total or step % TILE_ALIGNMENT == 0 or step < TILE_ALIGNMENT
+
+
 @pytest.mark.parametrize("total, most, expected", [(100, 1000, 100), (1000, 100, 100), (1000, 300, 256),
                                                    (16384, 3640, 3328), (999, 250, 250)])
 def test_tile_steps(total, most, expected):
