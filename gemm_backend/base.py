@@ -98,7 +98,7 @@ class GemmBackend:
 
         u: (K, K) complex128; x, out: (L, K, R) complex128 views on the same device.
         out may be x itself: then the product is done in place, chunk by chunk, with at
-        most `workspace_bytes` of extra memory.
+        most `call_workspace(...)` (workspace_bytes unless automatic) of extra memory.
         """
         n_left, k, n_right = x.shape
         row_bytes = self.workspace_bytes_per_row(k, k) + 32 * k  # + transposed copy and result

@@ -24,7 +24,8 @@ C = A B (A: (r, k), B: (k, c), real or complex) is computed from one exact integ
 Every step is exact integer arithmetic (on float64 or int64 values that are integers below
 2^53) except the truncation of step 1 and the one rounding of step 3, so any evaluation order,
 FMA contraction or device gives the same bits: the CUDA kernels in kernels/ozaki_crt.cu repeat
-these functions operation for operation and must agree with them bit for bit.
+these functions operation for operation and must agree with them bit for bit, except that they may
+take any residue modulo p_l as w_l (X and n move by multiples of M and 1; C' = X - n M does not).
 
 Error bound (`error_bound`, proof in its docstring): for every entry and each real part,
     |fl(C)_ij - C_ij| <= u |C_ij| + (1 + u) eps(m, k) ||a_i||_2 ||b_j||_2   (u = 2^-53),

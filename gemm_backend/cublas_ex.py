@@ -4,7 +4,7 @@ Row-major out (m, n) = a (m, k) @ b_rows (n, k)^T. In cuBLAS's column-major term
 out^T = op_T(b_rows^T) @ a^T, the "TN" form: the only layout with a tensor-core (IMMA) path
 for INT8 on the H100 (design brief section 3: 1368 vs 127 TOP/s).
 
-Supported: int8 x int8 -> int32 (exact while k * 127^2 < 2^31) and fp16 x fp16 -> fp32
+Supported: int8 x int8 -> int32 (exact while k * 128^2 < 2^31) and fp16 x fp16 -> fp32
 (FP32 accumulation on the tensor cores).
 """
 import numpy as np

@@ -22,9 +22,9 @@ How many digits (the plan: s_a, s_b and the largest p + q kept, T):
   most rho bits (needs a pass over both operands).
 - int8-auto (target rule) gives the simulator's gates from K = 512 to Ozaki-II instead
   (ozaki_crt.py, the fewest moduli whose bound meets the same target), where it was measured
-  faster than Ozaki-I's tiles (H100, N = 30, BENCHMARKS.md round 4: 239 / 249 against 254 /
-  338 ms at d = 9 / 10; Ozaki-I is faster at d = 7, 8: 213 / 221 against 237 / 247 ms). Both
-  run unfused there (large_gates=).
+  faster than Ozaki-I's tiles (H100, N = 30, BENCHMARKS.md round 4: 239 against 254 ms at
+  d = 9; at d = 10 252 ms, against Ozaki-I's 338 in round 3; Ozaki-I is faster at d = 7, 8:
+  213 / 221 against 237 / 247 ms). Both run unfused there (large_gates=).
 
 Where the work runs:
 - apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every

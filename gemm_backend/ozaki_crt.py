@@ -20,6 +20,7 @@ compute the same exact integers and round them once, so they agree bit for bit.
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class OzakiCrtBackend(GemmBackend):
             default): three quarters of the device memory free at call time on the GPU (at
             least 64 MiB), 1 GiB on the CPU (GemmBackend.call_workspace). A small workspace
             cuts small tiles, which run far slower (BENCHMARKS.md round 4: 0.34x cublas at
-            16384^3 with 1 GiB, 1.8x with 16 GiB).
+            16384^3 with 1 GiB, 1.86x with 16 GiB).
 
     matmul(a, b): (r, k) @ (k, c) with k <= crt.MAX_INNER (131071); complex128 result when either
     input is complex, float64 when both are real. last_call_info: {"scheme": "ozaki2",
@@ -117,7 +118,7 @@ class OzakiCrtBackend(GemmBackend):
     OPTIONS = ("workspace_bytes",)
     AUTOMATIC_WORKSPACE = True
 
-    def __init__(self, moduli, workspace_bytes: int = None):
+    def __init__(self, moduli, workspace_bytes: Optional[int] = None):
         super().__init__(workspace_bytes)
         if isinstance(moduli, bool) or not isinstance(moduli, (int, np.integer)) or int(moduli) not in CRT_MODULI:
             raise BackendError(
@@ -153,7 +154,9 @@ class OzakiCrtBackend(GemmBackend):
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """Workspace per row of A for a complex (m, k) @ (k, n), B's share included: the
         workspace over the rows one tile holds on the device that holds fewer, so that a chunk
-        of workspace_bytes // (this + copies) rows is one tile on either."""
+        of workspace_bytes // (this + copies) rows is one tile on either. With the automatic
+        workspace this is the ratio at the nominal workspace_bytes: a chunk sized from
+        call_workspace may then take several tiles (matmul measures the free memory again)."""
         layout = CrtLayout(self.plan, k, True)
         row_step = min(self._tile_sizes(None, n, layout, on_gpu)[0] for on_gpu in (False, True))
         return -(-self.workspace_bytes // row_step)
@@ -208,8 +211,9 @@ class OzakiCrtBackend(GemmBackend):
 
 
 def _even_step(total: int, most: int) -> int:
-    """The step that cuts `total` into the fewest pieces of at most `most`, as even as they
-    can be, rounded up to a multiple of TILE_ALIGNMENT when `most` allows one."""
+    """A step of at most `most` for `total` items: `total` itself when it fits; else the even
+    split into the fewest pieces of at most `most` (`most` first cut to a multiple of
+    TILE_ALIGNMENT when it holds one, which may cost a piece), rounded up to that multiple."""
     if total <= most:
         return total
     if most >= TILE_ALIGNMENT:
