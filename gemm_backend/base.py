@@ -63,6 +63,19 @@ class GemmBackend:
         """True when apply_batched with out=x costs no more than out-of-place for inner size k."""
         return False
 
+    def takes_scattered(self, k: int, on_gpu: bool) -> bool:
+        """Whether apply_scattered applies gates of inner size k on this device in place (then a
+        gate on non-contiguous targets needs no transposed copy of the state)."""
+        return False
+
+    def apply_scattered(self, u, state, targets) -> bool:
+        """Replace every column of the flat state by u times it, in place, where a column is the K
+        amplitudes at the ascending bit positions `targets` (target_layout.py). u: (K, K)
+        complex128; state: (2^n,) complex128 on the same device. Returns False, having done
+        nothing, where no kernel takes the gate (the caller then goes through a transposed copy
+        and apply_batched)."""
+        return False
+
     def reserved_workspace_bytes(self) -> int:
         """Memory the caller must leave free for this backend's working memory (the automatic
         workspace sizes itself at call time)."""

@@ -1,5 +1,5 @@
-"""The FP64 tensor-core gate kernel (kernels/native_gate.cu): out[l] = U @ x[l] on an (L, K, R)
-view, in place, for K = 8..64 and every stride R.
+"""The FP64 tensor-core gate kernel (kernels/native_gate.cu): column <- U @ column for every
+column of a flat state at any set of target bits (target_layout.py), in place, for K = 8..64.
 
 The CUDA-core kernel (small_gate.py) is bound by its FP64 FMAs from K = 32 (8 K^2 flops per
 column on the CUDA cores), and cuBLAS pays a second pass through memory; here the products run on
@@ -14,6 +14,7 @@ import numpy as np
 from .arrays import array_module, compute_capability, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
+from .target_layout import check_layout, pack_targets, run_length, view_layout
 
 DMMA_DIMS = (8, 16, 32, 64)
 MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions
@@ -105,22 +106,26 @@ def _kernel(name: str):
     return raw_module("native_gate.cu", [name]).get_function(name)
 
 
-def apply_native_gate(u, x, out, launch: NativeLaunch = None, fragments=None) -> None:
-    """out[l] = u @ x[l]. u: (K, K) complex128 cupy; x, out: C-contiguous (L, K, R) complex128
-    cupy views (out may be x), R a power of two, K in DMMA_DIMS. fragments: gate_fragments(u),
+def apply_native_gate(u, x, out, targets=None, launch: NativeLaunch = None, fragments=None) -> None:
+    """Every column of x times u, written to out (out may be x). u: (K, K) complex128 cupy, K in
+    DMMA_DIMS. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views with R a
+    power of two (out[l] = u @ x[l]); with targets (ascending bit positions), flat states of 2^n
+    amplitudes whose columns sit at those bits (target_layout.py). fragments: gate_fragments(u),
     when made beforehand."""
     cp = cupy_module()
-    n_left, k, n_right = x.shape
-    launch = default_launch(k, n_right) if launch is None else launch
+    k = u.shape[0]
+    if targets is None:
+        (x, targets), out = view_layout(x), view_layout(out)[0]
+    targets = check_layout(x, k, targets)
+    check_layout(out, k, targets)
+    launch = default_launch(k, run_length(targets)) if launch is None else launch
     if launch.k != k:
         raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")
-    if n_right & (n_right - 1) or not (x.flags.c_contiguous and out.flags.c_contiguous):
-        raise BackendError("the DMMA gate kernel needs C-contiguous (L, K, R) views with R a power of two")
     fragments = gate_fragments(u) if fragments is None else fragments
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = n_left * n_right
+    n_columns = x.size // k
     blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
     kernel((blocks,), (32 * launch.warps,),
-           (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments),
+           (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), fragments),
            shared_mem=launch.shared_bytes)

@@ -27,8 +27,8 @@ How many digits (the plan: s_a, s_b and the largest p + q kept, T):
   213 / 221 against 237 / 247 ms). Both run unfused there (large_gates=).
 
 Where the work runs:
-- apply_batched on the GPU: the fused gate kernel (ozaki_gate.py) for K <= 64, in place, every
-  amplitude read and written once.
+- apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernel
+  (ozaki_gate.py) for K <= 64, in place, every amplitude read and written once.
 - otherwise tile by tile: digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
@@ -218,6 +218,26 @@ class OzakiBackend(GemmBackend):
             self._apply_tiles(u, x, out, plan, self.call_workspace(on_gpu))
             kernel = "tiles"
         self._finish(None, plan, kernel, statistics, gate=True)
+
+    def takes_scattered(self, k: int, on_gpu: bool) -> bool:
+        """The fused kernel addresses any targets; the rho rule needs the state's columns as a view."""
+        return on_gpu and self.fused and self.rule != "rho" and k in FUSED_DIMS and not self._takes_ozaki2(k)
+
+    def apply_scattered(self, u, state, targets) -> bool:
+        """The fused kernel on the columns at `targets` (GemmBackend.apply_scattered), with the plan
+        apply_batched would use, so the bits are those of the transposed copy's columns."""
+        k = u.shape[0]
+        if not self.takes_scattered(k, is_gpu_array(state)):
+            return False
+        prepared = self._prepared.get(id(u))
+        plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u)
+        launch = plan_launch(k, plan)
+        if launch is None:
+            return False
+        self._count(state.size // k, k, k)
+        apply_fused_gate(u, state, state, plan, launch, self._deferred_flag, targets=targets)
+        self._finish(None, plan, "fused", statistics, gate=True)
+        return True
 
     def _takes_ozaki2(self, k: int) -> bool:
         if self.large_gates == AUTO:

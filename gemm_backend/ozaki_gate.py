@@ -15,6 +15,7 @@ from .arrays import array_module, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
+from .target_layout import check_layout, pack_targets, view_layout
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 MAX_STATE_DIGITS = 16
@@ -163,23 +164,27 @@ def build_kernel(launch: Launch) -> None:
     _kernel(launch.name)
 
 
-def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None) -> None:
-    """out[l] = U @ x[l] by the fused kernel. u: (K, K) complex128 cupy; x, out: C-contiguous
-    (L, K, R) complex128 cupy views (out may be x), R a power of two. A column holding NaN or
+def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=None) -> None:
+    """Every column of x times U by the fused kernel, written to out (out may be x). u: (K, K)
+    complex128 cupy. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
+    with R a power of two (out[l] = U @ x[l]); with targets (ascending bit positions), flat states
+    of 2^n amplitudes whose columns sit at those bits (target_layout.py). A column holding NaN or
     Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
     int32 flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
-    n_left, k, n_right = x.shape
-    if n_right & (n_right - 1) or not (x.flags.c_contiguous and out.flags.c_contiguous):
-        raise BackendError("fused INT8 gate kernel needs C-contiguous (L, K, R) views with R a power of two")
+    k = u.shape[0]
+    if targets is None:
+        (x, targets), out = view_layout(x), view_layout(out)[0]
+    targets = check_layout(x, k, targets)
+    check_layout(out, k, targets)
     fragments, exponents = gate_fragments(u, plan.b_slices)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = n_left * n_right
+    n_columns = x.size // k
     blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
     kernel((blocks,), (32 * launch.warps,),
-           (x, out, cp.int64(n_columns), cp.int32(n_right.bit_length() - 1), fragments, exponents, flag),
+           (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), fragments, exponents, flag),
            shared_mem=launch.shared_bytes)
     if nonfinite is None and int(flag[0]):
         raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")

@@ -1,13 +1,15 @@
-"""GPU kernel for a small dense gate on an (L, K, R) view, in place (kernels/small_gate.cu).
+"""GPU kernel for a small dense gate, in place (kernels/small_gate.cu): column <- U @ column for
+every column of a flat state at any set of target bits (target_layout.py).
 
 cuBLAS spends most of its time on launch and tiling overhead when K <= 32; this kernel
 moves each amplitude once through registers, so it runs near the memory floor.
 """
 import functools
-from pathlib import Path
 
 from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
+from .kernel_launch import raw_module
+from .target_layout import check_layout, contiguous_targets, pack_targets, view_layout
 
 SUPPORTED_DIMS = (2, 4, 8, 16, 32)
 
@@ -17,12 +19,12 @@ def staged_tile(k: int) -> int:
     return 128 if k <= 16 else 32
 
 THREADS = 128
-_SOURCE = Path(__file__).with_name("kernels") / "small_gate.cu"
 
 
 def kernel_is_faster(k: int, n_right: int) -> bool:
-    """Whether this kernel beats cuBLAS for inner size k and stride R (H200, bench_gates.py):
-    at K = 32 with R < 32 the staged tile is too small (4.9x the memory floor vs 1.8x)."""
+    """Whether this kernel beats cuBLAS for inner size k and stride R (for scattered targets,
+    target_layout.run_length), measured on the H200 (bench_gates.py): at K = 32 with R < 32 the
+    staged tile is too small (4.9x the memory floor vs 1.8x)."""
     return k in SUPPORTED_DIMS and (k <= 16 or n_right >= 32)
 
 
@@ -32,32 +34,32 @@ def _kernel_names(k: int) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _module():
-    cp = cupy_module()
-    names = [name for k in SUPPORTED_DIMS for name in _kernel_names(k)]
-    module = cp.RawModule(code=_SOURCE.read_text(), options=("--std=c++17",), name_expressions=names)
-    return module
+    return raw_module("small_gate.cu", [name for k in SUPPORTED_DIMS for name in _kernel_names(k)])
 
 
-def apply_small_gate(u, x, out) -> None:
-    """out[l] = u @ x[l]. u: (K, K) complex128 cupy; x, out: C-contiguous (L, K, R) complex128 cupy
-    views (out may be x). K must be in SUPPORTED_DIMS and R a power of two."""
+def apply_small_gate(u, x, out, targets=None) -> None:
+    """Every column of x times u, written to out (out may be x). u: (K, K) complex128 cupy, K in
+    SUPPORTED_DIMS. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
+    with R a power of two (out[l] = u @ x[l]); with targets (ascending bit positions), flat states
+    of 2^n amplitudes whose columns sit at those bits (target_layout.py)."""
     cp = cupy_module()
-    n_left, k, n_right = x.shape
+    k = u.shape[0]
     if k not in SUPPORTED_DIMS:
         raise BackendError(f"small-gate kernel supports K in {SUPPORTED_DIMS}, got {k}")
-    if not (x.flags.c_contiguous and out.flags.c_contiguous):
-        raise BackendError("small-gate kernel needs C-contiguous (L, K, R) views of the state")
-    if n_right & (n_right - 1):
-        raise BackendError(f"small-gate kernel needs R to be a power of two, got {n_right}")
+    if targets is None:
+        (x, targets), out = view_layout(x), view_layout(out)[0]
+    targets = check_layout(x, k, targets)
+    check_layout(out, k, targets)
     u = cp.ascontiguousarray(u, dtype=cp.complex128)
-    n_columns = n_left * n_right
-    log2_right = n_right.bit_length() - 1
+    n_columns = x.size // k
+    n_right = 1 << targets[0]
     direct, staged = (_module().get_function(name) for name in _kernel_names(k))
     max_blocks = multiprocessor_count() * 16
     tile = staged_tile(k)
-    if n_right < 32 and n_right <= tile and n_columns % tile == 0:
+    if (targets == contiguous_targets(k, n_right) and n_right < 32 and n_right <= tile
+            and n_columns % tile == 0):
         blocks = min(max_blocks, n_columns // tile)
-        staged((blocks,), (tile,), (x, out, u, cp.int64(n_columns), cp.int32(log2_right)))
+        staged((blocks,), (tile,), (x, out, u, cp.int64(n_columns), cp.int32(targets[0])))
     else:
         blocks = min(max_blocks, -(-n_columns // THREADS))
-        direct((blocks,), (THREADS,), (x, out, u, cp.int64(n_columns), cp.int32(log2_right)))
+        direct((blocks,), (THREADS,), (x, out, u, cp.int64(n_columns), cp.uint64(pack_targets(targets))))

@@ -6,6 +6,7 @@ from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
 from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
+from .target_layout import run_length
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
 
@@ -49,6 +50,13 @@ class ZgemmBackend(GemmBackend):
     def _uses_small_gate_kernel(self, k: int, n_right: int, on_gpu: bool) -> bool:
         return on_gpu and k <= self.small_gate_max_dim and kernel_is_faster(k, n_right)
 
+    def _uses_dmma(self, k: int, n_right: int, on_gpu: bool) -> bool:
+        return on_gpu and k in self.dmma_dims and dmma_preferred(k, n_right) and dmma_available()
+
+    def _fragments_of(self, u):
+        prepared = self._fragments.get(id(u))
+        return prepared[1] if prepared and prepared[0] is u else None
+
     def prepare(self, u) -> None:
         if is_gpu_array(u) and u.shape[0] in self.dmma_dims and dmma_available():
             self._fragments[id(u)] = (u, gate_fragments(u))
@@ -60,13 +68,31 @@ class ZgemmBackend(GemmBackend):
         # cuBLAS and numpy go through chunks of the workspace in place or not: a second buffer gains nothing
         return True
 
+    def takes_scattered(self, k: int, on_gpu: bool) -> bool:
+        dmma = k in self.dmma_dims and dmma_available() if on_gpu else False
+        return on_gpu and (dmma or k in SUPPORTED_DIMS and k <= self.small_gate_max_dim)
+
+    def apply_scattered(self, u, state, targets) -> bool:
+        """The DMMA kernel where apply_batched would take it at stride 2^targets[0], else the
+        CUDA-core kernel (one thread per column, any stride)."""
+        k = u.shape[0]
+        if not self.takes_scattered(k, is_gpu_array(state)):
+            return False
+        self._count(state.size // k, k, k)
+        if self._uses_dmma(k, run_length(targets), True) or k not in SUPPORTED_DIMS or k > self.small_gate_max_dim:
+            apply_native_gate(u, state, state, targets, fragments=self._fragments_of(u))
+            self.last_call_info = {"kernel": "dmma"}
+        else:
+            apply_small_gate(u, state, state, targets)
+            self.last_call_info = {"kernel": "small_gate"}
+        return True
+
     def apply_batched(self, u, x, out):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        if on_gpu and k in self.dmma_dims and dmma_preferred(k, n_right) and dmma_available():
-            prepared = self._fragments.get(id(u))
-            apply_native_gate(u, x, out, fragments=prepared[1] if prepared and prepared[0] is u else None)
+        if self._uses_dmma(k, n_right, on_gpu):
+            apply_native_gate(u, x, out, fragments=self._fragments_of(u))
             self.last_call_info = {"kernel": "dmma"}
             return
         if self._uses_small_gate_kernel(k, n_right, on_gpu):

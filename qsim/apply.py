@@ -2,7 +2,11 @@
 
 A gate on contiguous targets q..q+d-1 is X[l] <- U @ X[l] on the (L, 2^d, R) view with
 R = 2^q and L = 2^(N-q-d): no data moves except through the GEMM. Unsorted targets only
-permute the matrix. Non-contiguous targets need one transposed copy of the state.
+permute the matrix. Non-contiguous targets go to the backend's in-place kernels, which address
+any target bits (GemmBackend.apply_scattered); where none takes the gate (and always on the CPU,
+the specification), through chunks of a transposed copy of the state: each chunk fixes the
+leading non-target qubits, holds at most TRANSPOSE_CHUNK_BYTES and is copied out, multiplied
+and copied back, so no second state-sized buffer is needed.
 """
 import itertools
 from dataclasses import dataclass
@@ -10,6 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from gemm_backend.arrays import array_module
+
+BYTES_PER_AMPLITUDE = 16
+TRANSPOSE_CHUNK_BYTES = 512 << 20
+# How a gate reached its kernel (reported per gate): a view of the state, the kernel's own
+# addressing of scattered targets, or chunks of a transposed copy.
+CONTIGUOUS, SCATTERED, TRANSPOSED = "contiguous", "scattered", "transposed"
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,10 @@ class GatePlan:
     @property
     def k(self) -> int:
         return self.matrix.shape[0]
+
+    @property
+    def contiguous(self) -> bool:
+        return self.axes_order is None
 
     @property
     def view_shape(self) -> tuple:
@@ -67,46 +81,56 @@ def plan_gate(n_qubits: int, targets, matrix) -> GatePlan:
     return GatePlan(n_qubits, targets, matrix, axes_order)
 
 
-def apply_plan(plan: GatePlan, state, product, scratch=None):
-    """Apply a planned gate to a flat state through product(x_view, out_view).
+def transposed_chunk_bytes(n_qubits: int) -> int:
+    """Bytes of one chunk of the transposed copy for an n-qubit state."""
+    return min(BYTES_PER_AMPLITUDE << n_qubits, TRANSPOSE_CHUNK_BYTES)
+
+
+def apply_plan(plan: GatePlan, state, product, scratch=None, scattered=None):
+    """Apply a planned gate to a flat state.
 
     product(x, out) must set out[l] = U @ x[l] on (L, K, R) views (out may be x).
+    scattered(state, targets), when given, applies the gate in place at non-contiguous targets and
+    returns True, or returns False having done nothing (GemmBackend.apply_scattered).
     scratch: an optional flat buffer of the state's size; when given (and targets are
     contiguous), the product goes there out of place and scratch becomes the state.
-    Returns (new_state, new_scratch).
+    Returns (new_state, new_scratch, layout), layout one of CONTIGUOUS, SCATTERED, TRANSPOSED.
     """
-    shape = plan.view_shape
-    if plan.axes_order is None:
-        x = state.reshape(shape)
+    if plan.contiguous:
+        x = state.reshape(plan.view_shape)
         if scratch is None:
             product(x, x)
-            return state, None
-        product(x, scratch.reshape(shape))
-        return scratch, state
-    xp = array_module(state)
-    tensor = state.reshape((2,) * plan.n_qubits)
-    moved = xp.ascontiguousarray(tensor.transpose(plan.axes_order)).reshape(shape)
-    product(moved, moved)
-    tensor.transpose(plan.axes_order)[...] = moved.reshape((2,) * plan.n_qubits)
-    return state, scratch
+            return state, None, CONTIGUOUS
+        product(x, scratch.reshape(plan.view_shape))
+        return scratch, state, CONTIGUOUS
+    if scattered is not None and scattered(state, plan.targets):
+        return state, scratch, SCATTERED
+    _apply_transposed(plan, (state,), lambda block: product(block, block),
+                      transposed_chunk_bytes(plan.n_qubits) // BYTES_PER_AMPLITUDE)
+    return state, scratch, TRANSPOSED
 
 
 def apply_plan_pair(plan: GatePlan, hi, lo, product, max_chunk_amplitudes: int) -> None:
     """Apply a planned gate in place to a state held as two flat arrays (a double-double pair).
 
     product(x_hi, x_lo) must set x[l] <- U @ x[l] in place on two (L, K, R) views.
-    Contiguous targets use views of the state itself. Non-contiguous targets use the transposed
-    state of apply_plan (targets last), taken in chunks of at most max_chunk_amplitudes
-    amplitudes per array (fixing its leading, most significant non-target qubits): each chunk
-    is copied out, multiplied and copied back, so no second full-size buffer is needed.
+    Contiguous targets use views of the state itself; non-contiguous targets chunks of the
+    transposed state of at most max_chunk_amplitudes amplitudes per array.
     """
-    if plan.axes_order is None:
+    if plan.contiguous:
         shape = plan.view_shape
         product(hi.reshape(shape), lo.reshape(shape))
         return
-    xp = array_module(hi)
+    _apply_transposed(plan, (hi, lo), product, max_chunk_amplitudes)
+
+
+def _apply_transposed(plan: GatePlan, arrays, product, max_chunk_amplitudes: int) -> None:
+    """product(*blocks) on (L', K, 1) contiguous copies of the transposed state (targets last),
+    chunk by chunk: each chunk fixes the leading (most significant) non-target qubits, holds at
+    most max_chunk_amplitudes amplitudes per array, and is copied back after the product."""
+    xp = array_module(arrays[0])
     n_qubits, n_targets = plan.n_qubits, len(plan.targets)
-    moved = [x.reshape((2,) * n_qubits).transpose(plan.axes_order) for x in (hi, lo)]
+    moved = [x.reshape((2,) * n_qubits).transpose(plan.axes_order) for x in arrays]
     chunk_qubits = max(n_targets, min(n_qubits, int(max_chunk_amplitudes).bit_length() - 1))
     n_fixed = n_qubits - chunk_qubits
     chunk_shape = (1 << (chunk_qubits - n_targets), 1 << n_targets, 1)

@@ -68,7 +68,7 @@ def reference_bytes(n_qubits: int, plans, workspace_bytes: int) -> int:
     """Bytes reference_state allocates: the (hi, lo) pair, plus chunk copies of both when a
     gate has non-contiguous targets (at most workspace_bytes, never more than the pair)."""
     pair = REFERENCE_BYTES_PER_AMPLITUDE << n_qubits
-    transposes = any(plan.axes_order is not None for plan in plans)
+    transposes = any(not plan.contiguous for plan in plans)
     return pair + (min(workspace_bytes, pair) if transposes else 0)
 
 

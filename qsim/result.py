@@ -62,10 +62,15 @@ class Result:
         return self.total_time_s / floor if floor else None
 
     def time_by_path(self) -> dict:
-        """{kernel path: {"gates", "total_s", "median_s"}} from the per-gate "kernel" reports."""
+        """{kernel path: {"gates", "total_s", "median_s"}} from the per-gate "kernel" reports; a gate
+        on non-contiguous targets that went through the transposed copy (no kernel addressed its
+        targets in place) counts under "<kernel>+transposed"."""
         paths = {}
         for info, seconds in zip(self.gate_info, self.gate_times_s):
-            paths.setdefault(info.get("kernel") or "default", []).append(seconds)
+            path = info.get("kernel") or "default"
+            if info.get("layout") == "transposed":
+                path += "+transposed"
+            paths.setdefault(path, []).append(seconds)
         return {path: {"gates": len(times), "total_s": float(sum(times)), "median_s": float(np.median(times))}
                 for path, times in paths.items()}
 

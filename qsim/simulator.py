@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 import gemm_backend
 from circuits import Circuit, CircuitError, Gate
 
-from .apply import apply_plan, plan_gate
+from .apply import apply_plan, plan_gate, transposed_chunk_bytes
 from .device import resolve_device
 from .errors import SimulationError
 from .measurement import measurement_workspace_bytes
@@ -68,20 +68,23 @@ class Simulator:
         plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) if isinstance(g, Gate) else None
                  for g in circuit.gates]
         gate_plans = [p for p in plans if p is not None]
-        transposes = any(p.axes_order is not None for p in gate_plans)
+        transposes = any(not p.contiguous and not self.backend.takes_scattered(p.k, self.device.on_gpu)
+                         for p in gate_plans)
+        copy_bytes = transposed_chunk_bytes(circuit.n_qubits) if transposes else 0
         workspace = self.backend.reserved_workspace_bytes() + (measurement_workspace_bytes(circuit.n_qubits)
                                                                if circuit.is_dynamic else 0)
-        base = state_bytes * (2 if transposes else 1) + workspace
+        base = state_bytes + copy_bytes + workspace
         budget = int(self.device.free_bytes() * self.options.memory_fraction)
         if base > budget:
             raise SimulationError(
                 f"{circuit.n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
-                f"(state {state_bytes / GIB:.2f} GiB{' x2 for non-contiguous gates' if transposes else ''}"
+                f"(state {state_bytes / GIB:.2f} GiB"
+                f"{f' + {copy_bytes / GIB:.2f} GiB transposed copy for non-contiguous gates' if transposes else ''}"
                 f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
                 "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
             )
         wants_spare = any(
-            p.axes_order is None and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
+            p.contiguous and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
         )
         mode = self.options.out_of_place
         fits_spare = base + state_bytes <= budget
@@ -121,11 +124,12 @@ class Simulator:
                     continue
                 u = xp.asarray(gate_plan.matrix) if u is None else u
                 product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
+                scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
                 timer.start()
-                state, scratch = apply_plan(gate_plan, state, product, scratch)
+                state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
                 timer.stop()
                 memory.sample()
-                gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets)))
+                gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets), layout=layout))
                 gate_flops.append(8.0 * (1 << circuit.n_qubits) * gate_plan.k)
                 bar.update(1)
         finally:
@@ -156,7 +160,8 @@ class Simulator:
         for p, u in zip(plans, matrices):
             if p is None:
                 continue
-            shapes.setdefault((p.k, _stride_class(p.view_shape[2])), u if u is not None else xp.asarray(p.matrix))
+            stride = p.view_shape[2] if p.contiguous else 1 << p.targets[0]  # scattered: the run before the targets
+            shapes.setdefault((p.k, _stride_class(stride)), u if u is not None else xp.asarray(p.matrix))
         for (k, n_right), u in sorted(shapes.items(), key=lambda item: item[0]):
             block = rng.standard_normal((2, k, n_right)) + 1j * rng.standard_normal((2, k, n_right))
             self.backend.warm_up(u, xp.asarray(block))

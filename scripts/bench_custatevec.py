@@ -1,7 +1,15 @@
-"""The brickwork circuit of `qsim run`, end to end, through NVIDIA cuStateVec and through our engine.
+"""The brickwork circuit of `qsim run`, or a QASM program, end to end, through NVIDIA cuStateVec and our engine.
 
     python scripts/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \\
         --backends cublas,int8-auto --json out.json [--custatevec-lib PATH]
+    python scripts/bench_custatevec.py --qasm qft30.qasm --fuse 2 --backends cublas,int8-auto --json out.json
+
+--qasm loads the program as `qsim run --qasm` does (circuits.from_qasm, then circuits.fuse to
+--fuse K qubits, K = 5 unless given); it must be unitary (no measure, reset or if), and the
+brickwork flags (--qubits, --gate-size, --depth, --seed) are refused with it. cuStateVec and every
+backend apply the same fused gates, targets in the gate's order (scattered, unsorted targets
+included); the JSON's "circuit" and the line above the table say what ran: source, fusion, gate
+count, gate sizes and how many gates act on non-contiguous qubits.
 
 cuStateVec applies every gate with custatevecApplyMatrix (complex128 state, FP64 compute), called
 through ctypes, so only its shared library is needed: --custatevec-lib, else $CUSTATEVEC_LIB, else
@@ -28,7 +36,8 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO_ROOT / "scripts"), str(REPO_ROOT)]
 import gemm_backend  # noqa: E402
-from circuits import brickwork  # noqa: E402
+import circuits  # noqa: E402
+from circuits import CircuitError, Gate, Measure, brickwork  # noqa: E402
 from gemm_backend.arrays import cupy_module, gpu_available  # noqa: E402
 from qsim import SimulationError, Simulator  # noqa: E402
 from qsim.compare import parse_label  # noqa: E402
@@ -42,6 +51,8 @@ WHEEL_UNZIP_DIR = Path("/tmp/cusv")
 GET_CUSTATEVEC = ("pip download --no-deps --only-binary=:all: --python-version 3.12 "
                   "--platform manylinux2014_x86_64 -d .cusv custatevec-cu13")
 SAMPLED_AMPLITUDES = 16
+BRICKWORK_DEFAULTS = {"qubits": 30, "gate_size": 5, "depth": 20, "seed": 1}
+DEFAULT_QASM_FUSION = 5  # as `qsim run --qasm`
 COMPARE_CHUNK = 1 << 24  # amplitudes compared per step: the comparison allocates no state-sized array
 COLUMNS = [("engine", "engine", "{}"), ("gates", "gates", "{}"), ("total_s", "total s", "{:.3f}"),
            ("median_ms", "median ms/gate", "{:.2f}"), ("max_ms", "max ms/gate", "{:.2f}"),
@@ -121,12 +132,19 @@ def custatevec_targets(targets):
     return (ctypes.c_int32 * len(targets))(*(int(t) for t in targets))
 
 
+def custatevec_operands(gate):
+    """(matrix, targets) that custatevecApplyMatrix takes for `gate` with MATRIX_LAYOUT_ROW: the
+    matrix as a C-ordered complex128 copy (row-major, entry [r, c] at r * 2^d + c) and the targets
+    from custatevec_targets, in the gate's own order, sorted or not."""
+    return np.ascontiguousarray(gate.matrix, dtype=np.complex128), custatevec_targets(gate.targets)
+
+
 def run_custatevec(cusv: CuStateVec, circuit, cp):
     """Every gate of `circuit` applied to |0...0> in order: (final state, per-gate seconds, workspace bytes)."""
     n_qubits, gates = circuit.n_qubits, circuit.gates
     cusv.set_stream(cp.cuda.get_current_stream().ptr)  # the stream the events below are recorded on
-    matrices = [cp.asarray(np.ascontiguousarray(g.matrix, dtype=np.complex128)) for g in gates]
-    targets = [custatevec_targets(g.targets) for g in gates]
+    operands = [custatevec_operands(g) for g in gates]
+    matrices, targets = [cp.asarray(m) for m, _ in operands], [t for _, t in operands]
     workspace_bytes = max(cusv.workspace_bytes(n_qubits, m.data.ptr, len(t)) for m, t in zip(matrices, targets))
     workspace = cp.empty(workspace_bytes, dtype=cp.uint8) if workspace_bytes else None
     state = cp.zeros(1 << n_qubits, dtype=cp.complex128)
@@ -209,6 +227,82 @@ def run_backend(label, circuit, floor_s, reference, cp) -> tuple:
     return row, record
 
 
+def build_circuit(args) -> tuple:
+    """(circuit, description) that the arguments ask for: the brickwork of --qubits, --gate-size,
+    --depth and --seed (BRICKWORK_DEFAULTS for those not given), or the --qasm program; fused to
+    --fuse K qubits when K is given, a program to DEFAULT_QASM_FUSION otherwise. Raises a one-line
+    CircuitError for a refused combination, K < 1, a program that does not load or is not unitary."""
+    if args.fuse is not None and args.fuse < 1:
+        raise CircuitError(f"--fuse must be >= 1, got {args.fuse} (leave it out to run a brickwork circuit unfused)")
+    if args.qasm is None:
+        shape = {key: default if getattr(args, key) is None else getattr(args, key)
+                 for key, default in BRICKWORK_DEFAULTS.items()}
+        circuit = brickwork(shape["qubits"], shape["gate_size"], shape["depth"], shape["seed"])
+        source, fuse = {"brickwork": shape}, args.fuse
+    else:
+        circuit, source = load_qasm(args), {"qasm": args.qasm}
+        fuse = DEFAULT_QASM_FUSION if args.fuse is None else args.fuse
+    source["gates_before_fusion"] = len(circuit)
+    if fuse is not None:
+        circuit = circuits.fuse(circuit, fuse)
+    return circuit, {**source, "fuse": fuse, **describe_gates(circuit)}
+
+
+def load_qasm(args):
+    """The --qasm program as a Circuit of unitary gates only; CircuitError when a brickwork flag
+    is given too, the file is missing or unreadable, or the program measures, resets or branches."""
+    shaping = [f"--{key.replace('_', '-')}" for key in BRICKWORK_DEFAULTS if getattr(args, key) is not None]
+    if shaping:
+        raise CircuitError(f"{', '.join(shaping)} shape a brickwork circuit and cannot be used with --qasm "
+                           "(the program sets the qubits; --fuse K sets the gate size)")
+    if not os.path.isfile(args.qasm):
+        raise CircuitError(f"--qasm {args.qasm!r} is not a file")
+    circuit = circuits.from_qasm(args.qasm)
+    problem = non_unitary_operation(circuit)
+    if problem:
+        raise CircuitError(f"--qasm {args.qasm!r} is not unitary: {problem}; cuStateVec and the backends are "
+                           "compared on unitary gates only, so remove measure, reset and if statements")
+    return circuit
+
+
+def non_unitary_operation(circuit):
+    """What first keeps `circuit` from being a plain product of gates (a measurement, a reset, a
+    classically conditioned gate, final measurements), or None when nothing does."""
+    for position, operation in enumerate(circuit.gates):
+        if operation.condition is not None:
+            return f"operation {position} ({operation.name}) is classically conditioned"
+        if not isinstance(operation, Gate):
+            kind = "measures" if isinstance(operation, Measure) else "resets"
+            return f"operation {position} {kind} qubits {list(operation.qubits)}"
+    if circuit.measured:
+        return f"it measures qubits {list(circuit.measured)} at the end"
+    return None
+
+
+def describe_gates(circuit) -> dict:
+    """The gates as the engines see them: qubits, count, {size: count} in increasing size, and how
+    many act on non-contiguous qubits (sorted targets not a run q, q+1, ...) or list them unsorted."""
+    targets = [gate.targets for gate in circuit.gates]
+    sizes = [len(t) for t in targets]
+    return {"qubits": circuit.n_qubits, "gates": len(targets),
+            "gate_sizes": {size: sizes.count(size) for size in sorted(set(sizes))},
+            "noncontiguous_gates": sum(max(t) - min(t) + 1 != len(t) for t in targets),
+            "unsorted_gates": sum(list(t) != sorted(t) for t in targets)}
+
+
+def circuit_line(description: dict) -> str:
+    """One line naming the circuit that ran, for the output above the table."""
+    if "qasm" in description:
+        source = f"{description['qasm']} ({description['gates_before_fusion']} gates imported)"
+    else:
+        source = "brickwork " + ", ".join(f"{key} {value}" for key, value in description["brickwork"].items())
+    fused = "unfused" if description["fuse"] is None else f"fused to <= {description['fuse']} qubits"
+    sizes = ", ".join(f"{size}q x{count}" for size, count in description["gate_sizes"].items())
+    return (f"circuit: {source}, {fused}: {description['gates']} gates on {description['qubits']} qubits "
+            f"({sizes}); {description['noncontiguous_gates']} on non-contiguous targets, "
+            f"{description['unsorted_gates']} with unsorted targets")
+
+
 def git_commit():
     try:
         done = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
@@ -222,31 +316,40 @@ def fail(program: str, message: str):
     raise SystemExit(2)
 
 
-def main(argv=None) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--qubits", type=int, default=30)
-    parser.add_argument("--gate-size", type=int, default=5)
-    parser.add_argument("--depth", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=1)
+    brick = BRICKWORK_DEFAULTS  # the brickwork flags default to None, so that --qasm can refuse them when given
+    parser.add_argument("--qubits", type=int, help=f"brickwork qubits (default {brick['qubits']})")
+    parser.add_argument("--gate-size", type=int, help=f"brickwork gate size (default {brick['gate_size']})")
+    parser.add_argument("--depth", type=int, help=f"brickwork layers (default {brick['depth']})")
+    parser.add_argument("--seed", type=int, help=f"brickwork seed (default {brick['seed']})")
+    parser.add_argument("--qasm", metavar="PATH", help="benchmark this OpenQASM 2/3 program (unitary) instead")
+    parser.add_argument("--fuse", type=int, metavar="K", help="fuse gates into blocks of at most K >= 1 qubits "
+                        f"(default {DEFAULT_QASM_FUSION} with --qasm, unfused brickwork)")
     parser.add_argument("--backends", default="cublas,int8-auto", help="comma-separated labels name[@option=value...], e.g. cublas@dmma_min_qubits=7")
     parser.add_argument("--custatevec-lib", metavar="PATH",
                         help="libcustatevec.so (default: $CUSTATEVEC_LIB, cusv/, .cusv/)")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"], help="gpu only (cpu is refused)")
     parser.add_argument("--json", metavar="PATH")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
     if args.json:
         check_output_path_or_exit(args.json, "--json", parser.prog)
     if args.device == "cpu":
         fail(parser.prog, "--device cpu is not supported: cuStateVec runs only on a CUDA GPU")
-    if not gpu_available():
-        fail(parser.prog, "no CUDA GPU is visible to cupy; this benchmark compares GPU engines and needs one")
     labels = [b for b in args.backends.split(",") if b]
-    try:
+    try:  # before the GPU is looked at: a refused circuit or backend ends the run at once, anywhere
         for label in labels:
             gemm_backend.accepted_options(parse_label(label)[0])  # unknown names end the run before any work
-        circuit = brickwork(args.qubits, args.gate_size, args.depth, args.seed)
+        circuit, description = build_circuit(args)
     except (gemm_backend.BackendError, SimulationError, ValueError) as exc:
         fail(parser.prog, str(exc))
+    if not gpu_available():
+        fail(parser.prog, "no CUDA GPU is visible to cupy; this benchmark compares GPU engines and needs one")
     library, missing = find_custatevec_library(args.custatevec_lib)
     if args.custatevec_lib and library is None:
         fail(parser.prog, missing)  # asked for by name: a typo should not cost a run without cuStateVec
@@ -257,8 +360,10 @@ def main(argv=None) -> int:
     floor_s = floor_seconds_per_gate(circuit.n_qubits, bandwidth)
     print(f"device {device}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, floor {floor_s * 1e3:.2f} ms/gate, "
           f"{len(circuit.gates)} gates on {circuit.n_qubits} qubits")
+    print(circuit_line(description))
     report = {"args": vars(args), "commit": git_commit(), "device": device, "copy_bandwidth_Bps": bandwidth,
-              "floor_s_per_gate": floor_s, "gates": len(circuit.gates), "custatevec": None, "backends": {}}
+              "floor_s_per_gate": floor_s, "gates": len(circuit.gates), "circuit": description,
+              "custatevec": None, "backends": {}}
     rows, reference = [], None
     if library is not None:
         try:
@@ -275,7 +380,7 @@ def main(argv=None) -> int:
     else:
         row = summarize("custatevec", times, floor_s, sum(times))
         rows.append(row)
-        indices = sample_indices(circuit.n_qubits, args.seed)
+        indices = sample_indices(circuit.n_qubits, BRICKWORK_DEFAULTS["seed"] if args.seed is None else args.seed)
         reference = {"total_s": row["total_s"], "amplitude_0": complex(state[:1].get()[0]),
                      "sample_indices": indices, "sample_values": cp.asnumpy(state[cp.asarray(indices)])}
         report["custatevec"] = {"library": library, "version": cusv.version, "workspace_bytes": workspace_bytes,
@@ -303,6 +408,7 @@ def main(argv=None) -> int:
     report["rows"] = rows
     if args.json:
         write_json(args.json, report)
+    print(circuit_line(description))
     print_table(rows, COLUMNS)
     return 0
 

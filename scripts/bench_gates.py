@@ -1,6 +1,7 @@
 """Per-gate time of dense d-qubit gates on an N-qubit state, for several backends side by side.
 
-For each N, d and first target q, applies one Haar-random gate through the engine's own path
+For each N, d and target set (contiguous from a first target q, and with --scattered named sets of
+non-contiguous targets), applies one Haar-random gate through the engine's own path
 (qsim.apply + a registry backend) to a random normalized state and reports, per backend, the
 median time (CUDA events around --batch back-to-back gates, after a warm-up), the memory floor (read + write the state once:
 32 * 2^N bytes over the copy bandwidth measured in the same run), time / floor, time / the first
@@ -9,7 +10,7 @@ backend's time (the baseline, measured in the same run), the kernel path, the IN
 (||out - ref||_2 / ||ref||_2, on a fresh copy of the state).
 
     python scripts/bench_gates.py --qubits 28 30 --gate-sizes 2 3 4 5 6 --backends cublas,int8-auto,int8-8 \\
-        --targets 0 2 middle top --error --json out.json
+        --targets 0 2 middle top --scattered spread gaps top0 --error --json out.json
 """
 import argparse
 import sys
@@ -34,19 +35,48 @@ def first_targets(n_qubits: int, d: int, names) -> list:
     return sorted({q for q in targets if 0 <= q <= n_qubits - d})
 
 
+SCATTERED_SETS = ("spread", "gaps", "top0", "unsorted")
+
+
+def scattered_targets(n_qubits: int, d: int, name: str) -> tuple:
+    """Non-contiguous targets of a named set: 'spread' (evenly over all qubits, 0 and the top
+    included), 'gaps' (0, 2, 4, ...: gaps of one), 'top0' (qubit 0 and the d - 1 top qubits),
+    'unsorted' (spread, listed in reverse order)."""
+    spread = tuple(round(i * (n_qubits - 1) / (d - 1)) for i in range(d))
+    sets = {"spread": spread, "gaps": tuple(range(0, 2 * d, 2)),
+            "top0": (0,) + tuple(range(n_qubits - d + 1, n_qubits)), "unsorted": spread[::-1]}
+    return sets[name]
+
+
+def target_sets(n_qubits: int, d: int, first_names, scattered_names) -> list:
+    """(label, targets) of every target set to time; d = 1 has no scattered sets."""
+    sets = [(str(q), tuple(range(q, q + d))) for q in first_targets(n_qubits, d, first_names)]
+    if d > 1:
+        sets += [(name, scattered_targets(n_qubits, d, name)) for name in scattered_names]
+    return sets
+
+
+def apply_once(plan, state, u_dev, backend, scratch=None):
+    """The engine's path for one gate: a view, the backend's scattered kernel or the transposed copy."""
+    product = lambda x, out: backend.apply_batched(u_dev, x, out)  # noqa: E731
+    scattered = lambda s, targets: backend.apply_scattered(u_dev, s, targets)  # noqa: E731
+    return apply_plan(plan, state, product, scratch, scattered)
+
+
 def gate_error(plan, state, u_dev, backend, xp) -> float:
     """||U psi (backend) - U psi (double-double)||_2 / ||U psi (dd)||_2 for one gate."""
     from gemm_backend.doubledouble import apply_batched_dd
 
     out = state.copy()
-    apply_plan(plan, out, lambda x, o: backend.apply_batched(u_dev, x, o), None)
+    apply_once(plan, out, u_dev, backend)
     hi, lo = state.copy(), xp.zeros_like(state)
     apply_plan_pair(plan, hi, lo, lambda h, low: apply_batched_dd(u_dev, h, low), 1 << 24)
     difference = (out - hi) - lo
     return float(xp.linalg.norm(difference) / xp.linalg.norm(hi))
 
 
-def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, repeats, with_error, batch=3):
+def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, backends, bandwidth, repeats, with_error,
+               batch=3):
     xp = device.xp
     rng = np.random.default_rng(n_qubits)
     state = xp.asarray(rng.standard_normal(1 << n_qubits)) + 1j * xp.asarray(rng.standard_normal(1 << n_qubits))
@@ -59,22 +89,25 @@ def bench_size(n_qubits, gate_sizes, target_names, device, backends, bandwidth, 
     for d in gate_sizes:
         u = haar_unitary(1 << d, rng)
         u_dev = xp.asarray(u)
-        for low in first_targets(n_qubits, d, target_names):
-            plan = plan_gate(n_qubits, tuple(range(low, low + d)), u)
-            row = {"qubits": n_qubits, "d": d, "first_target": low, "floor_ms": floor * 1e3}
+        for set_label, targets in target_sets(n_qubits, d, target_names, scattered_names):
+            plan = plan_gate(n_qubits, targets, u)
+            row = {"qubits": n_qubits, "d": d, "first_target": set_label, "targets": list(targets),
+                   "floor_ms": floor * 1e3}
             for label, backend in backends.items():
+                low = min(targets)
                 backend.warm_up(u_dev, xp.asarray(rng.standard_normal((2, 1 << d, min(1 << low, 64))) + 0j))
                 backend.prepare(u_dev)
                 backend.start_run()  # no per-gate host synchronisation, as in a simulation
                 spare = None if backend.works_in_place(plan.k, device.on_gpu) else scratch
-                product = lambda x, out, b=backend: b.apply_batched(u_dev, x, out)  # noqa: E731
-                seconds = median_time(lambda: apply_plan(plan, state, product, spare), device.on_gpu, repeats,
-                                      batch=batch)
+                layouts = []
+                seconds = median_time(lambda b=backend: layouts.append(apply_once(plan, state, u_dev, b, spare)[2]),
+                                      device.on_gpu, repeats, batch=batch)
                 info = backend.last_call_info
+                row[f"{label}_layout"] = layouts[-1]
                 row[f"{label}_ms"] = seconds * 1e3
                 row[f"{label}_x_floor"] = seconds / floor
                 row[f"{label}_x_base"] = seconds * 1e3 / row[f"{baseline}_ms"]
-                row[f"{label}_kernel"] = info.get("kernel", "")
+                row[f"{label}_kernel"] = info.get("kernel", "") + ("+T" if layouts[-1] == "transposed" else "")
                 if "pairs" in info:
                     row[f"{label}_plan"] = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
                 elif "moduli" in info:
@@ -92,7 +125,9 @@ def main():
     parser.add_argument("--qubits", type=int, nargs="+", default=[28])
     parser.add_argument("--gate-sizes", type=int, nargs="+", default=list(range(2, 11)))
     parser.add_argument("--targets", nargs="+", default=["0", "middle", "top"],
-                        help="first target qubits: integers, 'middle', 'top'")
+                        help="first target qubits of contiguous sets: integers, 'middle', 'top'")
+    parser.add_argument("--scattered", nargs="*", default=[], choices=SCATTERED_SETS,
+                        help="named sets of non-contiguous targets (see scattered_targets)")
     parser.add_argument("--backends", default="cublas",
                         help="comma-separated labels name[@option=value...]; the first is the baseline")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
@@ -112,15 +147,15 @@ def main():
     print(f"device {device.name()}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, backends {', '.join(backends)}")
     rows = []
     for n_qubits in args.qubits:
-        rows += bench_size(n_qubits, args.gate_sizes, args.targets, device, backends, bandwidth, args.repeats,
-                           args.error, args.batch)
+        rows += bench_size(n_qubits, args.gate_sizes, args.targets, args.scattered, device, backends, bandwidth,
+                           args.repeats, args.error, args.batch)
         if device.on_gpu:
             device.xp.get_default_memory_pool().free_all_blocks()
-    columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "q", "{}"), ("floor_ms", "floor", "{:.2f}")]
+    columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "targets", "{}"), ("floor_ms", "floor", "{:.2f}")]
     for label in backends:
         short = label.split("@")[0]
         columns += [(f"{label}_ms", f"{short}_ms", "{:.2f}"), (f"{label}_x_floor", "x_flr", "{:.2f}"),
-                    (f"{label}_x_base", "x_base", "{:.2f}"), (f"{label}_kernel", "path", "{}"),
+                    (f"{label}_x_base", "x_base", "{:.2f}"), (f"{label}_kernel", "path (+T: transposed)", "{}"),
                     (f"{label}_plan", "plan", "{}")]
         if args.error:
             columns.append((f"{label}_error", "error", "{:.1e}"))

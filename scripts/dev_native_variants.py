@@ -47,7 +47,7 @@ def main():
                 tag = f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}k{mma_k}"
                 try:
                     launch = launch_shape(k, n_tiles, prefetch, blocks, mma_k)
-                    seconds = median_time(lambda: apply_native_gate(u, view, view, launch, fragments), True,
+                    seconds = median_time(lambda: apply_native_gate(u, view, view, launch=launch, fragments=fragments), True,
                                           args.repeats, batch=3)
                     results.append((seconds, f"{tag}w{launch.warps}"))
                 except (BackendError, cp.cuda.driver.CUDADriverError) as exc:

@@ -108,7 +108,7 @@ def test_gpu_variants_and_partial_tiles(shape, variant, rng):
         with pytest.raises(BackendError, match="power of two"):
             apply_native_gate(cp.asarray(u), x_gpu, x_gpu)
         return
-    apply_native_gate(cp.asarray(u), x_gpu, x_gpu, launch_shape(k, *variant))
+    apply_native_gate(cp.asarray(u), x_gpu, x_gpu, launch=launch_shape(k, *variant))
     assert np.abs(x_gpu.get() - np.einsum("ij,ljr->lir", u, x)).max() < 1e-12
 
 

@@ -1,20 +1,54 @@
 // The tile skeleton shared by the in-place gate kernels (ozaki_gate.cu: fused INT8 Ozaki-I;
-// native_gate.cu: FP64 tensor cores). Both apply a K x K gate to the columns x[l, :, r] of a
-// C-contiguous (L, K, R) complex128 view, column c = l R + r, and both split the work the same way:
-// a warp owns a tile of 8 NT consecutive columns; lane (g, t) = (lane / 4, lane % 4) holds the
-// amplitudes 4 j + t (slot j < SLOTS) of one column of each of its NT n-tiles, the B operand
-// layout of the mma instructions (k index = amplitude). A persistent grid walks the tiles; with
-// PREFETCH each lane copies the next tile's amplitudes it will own into the warp's shared stage
-// (cp.async) while the current tile is computed. A warp reads its tile whole before writing it
-// and tiles are disjoint, so out may alias x.
+// native_gate.cu: FP64 tensor cores; small_gate.cu: CUDA cores). They apply a K x K gate to every
+// column of a flat complex128 state, where a column is the K amplitudes that differ only in the
+// gate's target bits (TargetLayout). Work split: a warp owns a tile of 8 NT consecutive columns;
+// lane (g, t) = (lane / 4, lane % 4) holds the amplitudes 4 j + t (slot j < SLOTS) of one column
+// of each of its NT n-tiles, the B operand layout of the mma instructions (k index = amplitude).
+// A persistent grid walks the tiles; with PREFETCH each lane copies the next tile's amplitudes it
+// will own into the warp's shared stage (cp.async) while the current tile is computed. A warp
+// reads its tile whole before writing it and tiles are disjoint, so out may alias x.
+//
+// Coalescing: state-index bit 0 is either the lowest target (lane bit t & 1 walks it) or the
+// lowest non-target bit (the column's lowest bit, lane bit g or the thread index walks it), so
+// every 32-byte sector a load instruction touches is used whole.
 #pragma once
 
-template <int K, class Pointer>
-__device__ __forceinline__ Pointer column_base(Pointer x, long long column, int log2_right)
-{
-    const long long right = 1LL << log2_right;
-    return x + (column >> log2_right) * K * right + (column & (right - 1));
-}
+// Where the K amplitudes of column c sit in the flat state. Gate index bit i is state-index bit
+// target[i], target[0] < ... < target[D - 1], packed six bits each (least significant first) in
+// one 64-bit kernel argument; the bits of c fill the other positions in order (a bit deposit).
+// A contiguous (L, K, R) view is the special case targets log2 R .. log2 R + D - 1: column
+// l R + r starts at l K R + r and amplitude a lies a R after it.
+template <int K> struct TargetLayout {
+    static constexpr int D = K >= 64 ? 6 : K >= 32 ? 5 : K >= 16 ? 4 : K >= 8 ? 3 : K >= 4 ? 2 : 1;
+    static_assert(K == 1 << D, "K must be a power of two in 2..64");
+    int target[D];
+
+    __device__ __forceinline__ explicit TargetLayout(unsigned long long packed)
+    {
+#pragma unroll
+        for (int i = 0; i < D; ++i) target[i] = (int)((packed >> (6 * i)) & 63u);
+    }
+    // Offset of column c's amplitude 0: a zero inserted at every target bit, lowest first.
+    __device__ __forceinline__ long long column(long long c) const
+    {
+#pragma unroll
+        for (int i = 0; i < D; ++i) {
+            const long long low = c & ((1LL << target[i]) - 1);
+            c = ((c - low) << 1) | low;
+        }
+        return c;
+    }
+    // Offset of amplitude a (< K) from its column's amplitude 0. For a compile-time a (unrolled
+    // loops) this is a few shifts and adds.
+    __device__ __forceinline__ long long amplitude(int a) const
+    {
+        long long offset = 0;
+#pragma unroll
+        for (int i = 0; i < D; ++i)
+            if ((a >> i) & 1) offset += 1LL << target[i];
+        return offset;
+    }
+};
 
 __device__ __forceinline__ void copy_async_16(void *shared, const void *global, bool valid)
 {
@@ -29,12 +63,12 @@ __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.w
 // tile * 8 NT + column_in_tile(nt) (zeros past the end or past K). stage: this warp's
 // NT * SLOTS * 32 double2 of shared memory (used only with PREFETCH).
 template <int K, int NT, int SLOTS, bool PREFETCH, class ColumnInTile, class Body>
-__device__ __forceinline__ void for_each_tile(const double2 *x, long long n_columns, int log2_right, double2 *stage,
-                                              ColumnInTile column_in_tile, Body body)
+__device__ __forceinline__ void for_each_tile(const double2 *x, long long n_columns, const TargetLayout<K> &layout,
+                                              double2 *stage, ColumnInTile column_in_tile, Body body)
 {
     constexpr int COLUMNS = 8 * NT;
     const int lane = threadIdx.x & 31, t = lane & 3, warps = blockDim.x >> 5;
-    const long long right = 1LL << log2_right;
+    const long long lane_offset = layout.amplitude(t < K ? t : 0);  // amplitude 4 j + t = 4 j | t
     const long long n_tiles = (n_columns + COLUMNS - 1) / COLUMNS;
     const long long tile_step = (long long)gridDim.x * warps;
     long long tile = blockIdx.x * (long long)warps + (threadIdx.x >> 5);
@@ -44,12 +78,11 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
         for (int nt = 0; nt < NT; ++nt) {
             const long long column = tile_index * COLUMNS + column_in_tile(nt);
             const bool column_ok = tile_index < n_tiles && column < n_columns;
-            const double2 *base = column_base<K>(x, column_ok ? column : 0, log2_right);
+            const double2 *base = x + layout.column(column_ok ? column : 0) + lane_offset;
 #pragma unroll
             for (int j = 0; j < SLOTS; ++j) {
-                const int amplitude = 4 * j + t;
-                const bool ok = column_ok && amplitude < K;
-                const double2 *source = base + (ok ? amplitude : 0) * right;
+                const bool ok = column_ok && 4 * j + t < K;
+                const double2 *source = ok ? base + layout.amplitude(4 * j) : x;
                 if (to_stage)
                     copy_async_16(&stage[(nt * SLOTS + j) * 32 + lane], source, ok);
                 else

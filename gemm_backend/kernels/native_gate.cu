@@ -1,5 +1,6 @@
-// FP64 tensor-core gate, in place: out[l, :, r] = U @ x[l, :, r] on a C-contiguous (L, K, R)
-// complex128 view, every amplitude read once and written once (gemm_backend/native_gate.py).
+// FP64 tensor-core gate, in place: every column of the flat complex128 state (the K amplitudes
+// at the gate's target bits, gate_tiles.cuh's TargetLayout) becomes U times itself, every
+// amplitude read once and written once (gemm_backend/native_gate.py).
 // The complex product is the real one of the embedded matrices:
 //   [Re o]   [Ur  -Ui] [Re i]
 //   [Im o] = [Ui   Ur] [Im i]       (4 K^2 real FMAs per column, as in ZGEMM)
@@ -38,7 +39,8 @@ __device__ __forceinline__ void mma_f64_k8(double (&d)[4], double a0, double a1,
 
 template <int K, int NT, bool PREFETCH, int MIN_BLOCKS, int MMA_K>
 __global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
-native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, const double2 *__restrict__ gate)
+native_gate(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
+            const double2 *__restrict__ gate)
 {
     static_assert(K >= 8 && (K & (K - 1)) == 0, "K must be a power of two >= 8");
     static_assert(MMA_K == 4 || MMA_K == 8, "MMA_K is 4 or 8");
@@ -50,11 +52,20 @@ native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right,
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const long long right = 1LL << log2_right;
+    const TargetLayout<K> layout(targets);
     auto column_in_tile = [g](int nt) { return nt * 8 + g; };
     for_each_tile<K, NT, SLOTS, PREFETCH>(
-        x, n_columns, log2_right, staged + warp * NT * SLOTS * 32, column_in_tile,
+        x, n_columns, layout, staged + warp * NT * SLOTS * 32, column_in_tile,
         [&](long long tile, double2 (&v)[NT][SLOTS]) {
+            // this lane's output columns 2 t + half of each n-tile (-1 past the end)
+            long long store_base[NT][2];
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const long long column = tile * 8 * NT + nt * 8 + 2 * t + half;
+                    store_base[nt][half] = column < n_columns ? layout.column(column) : -1;
+                }
 #pragma unroll 1
             for (int mt = 0; mt < MT; ++mt) {
                 double acc[NT][4];
@@ -76,16 +87,14 @@ native_gate(const double2 *x, double2 *out, long long n_columns, int log2_right,
                         }
                     }
                 }
-                const int amplitude = 8 * mt + g;
+                const long long amplitude_offset = layout.amplitude(8 * mt + g);
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-                    for (int half = 0; half < 2; ++half) {
-                        const long long column = tile * 8 * NT + nt * 8 + 2 * t + half;
-                        if (column < n_columns)
-                            __stcs(column_base<K>(out, column, log2_right) + amplitude * right,
+                    for (int half = 0; half < 2; ++half)
+                        if (store_base[nt][half] >= 0)
+                            __stcs(out + store_base[nt][half] + amplitude_offset,
                                    make_double2(acc[nt][half], acc[nt][2 + half]));
-                    }
             }
         });
 }

@@ -1,5 +1,6 @@
-// Fused INT8 Ozaki-I gate: out[l, :, r] = U @ x[l, :, r] on a C-contiguous (L, K, R) complex128
-// view, every amplitude read once and written once (gemm_backend/ozaki_gate.py). The arithmetic
+// Fused INT8 Ozaki-I gate: every column of the flat complex128 state (the K amplitudes at the
+// gate's target bits, gate_tiles.cuh's TargetLayout) becomes U times itself, every amplitude read
+// once and written once (gemm_backend/ozaki_gate.py). The arithmetic
 // is the specification of gemm_backend/ozaki_split.py and ozaki_plan.py, with A = the state
 // columns (SX digits, b = 8) and B = the gate (SG digits, precomputed in mma fragment order):
 //   column exponent e   (row rule of ozaki_split.py over the column's 2K reals)
@@ -118,7 +119,7 @@ template <unsigned long long CHUNK_TOPS> __device__ constexpr int chunk_bottom_o
 
 template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NT, bool PREFETCH, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
-ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, const uint4 *__restrict__ gate,
+ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long long targets, const uint4 *__restrict__ gate,
            const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
 {
     using Shape = GateShape<K>;
@@ -133,11 +134,11 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, 
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const long long right = 1LL << log2_right;
+    const TargetLayout<K> layout(targets);
     double2 *my_stage = staged + warp * NT * SLOTS * 32;
     int found_bad = 0;
     auto column_in_tile = [g](int nt) { return nt * 8 + load_column(g); };
-    for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, log2_right, my_stage, column_in_tile,
+    for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, layout, my_stage, column_in_tile,
                                           [&](long long tile, double2 (&v)[NT][SLOTS]) {
         // column exponents (a quad holds one column) from the high words of |x|, then the digits,
         // transposed into mma B fragments
@@ -209,14 +210,15 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, 
                 }
         }
 
-        // where this lane stores: columns 4 half + t of each n-tile, and their exponents
-        long long store_column[NT][2];
+        // where this lane stores: columns 4 half + t of each n-tile (-1 past the end), their exponents
+        long long store_base[NT][2];
         int store_exponent[NT][2];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                store_column[nt][half] = tile * COLUMNS + nt * 8 + 4 * half + t;
+                const long long column = tile * COLUMNS + nt * 8 + 4 * half + t;
+                store_base[nt][half] = column < n_columns ? layout.column(column) : -1;
                 store_exponent[nt][half] = __shfl_sync(0xffffffffu, exponent[nt], 4 * (2 * t + half));
             }
 
@@ -270,19 +272,19 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, int log2_right, 
             // column 2 t + half, which is state column 4 half + t of the n-tile
             const int amplitude = 8 * mt + g;
             const int gate_exponent = exponents_shared[amplitude < K ? amplitude : 0];
+            const long long amplitude_offset = layout.amplitude(amplitude < K ? amplitude : 0);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
-                    const long long column = store_column[nt][half];
-                    if (amplitude >= K || column >= n_columns) continue;
+                    if (amplitude >= K || store_base[nt][half] < 0) continue;
                     if (store_exponent[nt][half] == BAD_COLUMN) {
                         found_bad = 1;
                         continue;
                     }
                     const int k = store_exponent[nt][half] + gate_exponent;
                     const double2 value = make_double2(scale_by(acc[nt][half], k), scale_by(acc[nt][2 + half], k));
-                    __stcs(column_base<K>(out, column, log2_right) + amplitude * right, value);
+                    __stcs(out + store_base[nt][half] + amplitude_offset, value);
                 }
         }
     });

@@ -1,15 +1,16 @@
-// Dense K x K complex gate on every column of a C-contiguous (L, K, R) complex128 view:
-//     out[l, :, r] = U @ x[l, :, r]
-// for small K, where cuBLAS launches are dominated by overhead (design brief section 3).
-// Each column is read into registers before any output of it is written, and columns are
-// disjoint, so out may alias x: the gate is applied in place without a second state buffer.
-// U is row-major (K, K). R is a power of two, passed as log2_right.
+// Dense K x K complex gate on every column of a flat complex128 state, column = the K amplitudes
+// at the gate's target bits (gate_tiles.cuh's TargetLayout): column <- U @ column, for small K,
+// where cuBLAS launches are dominated by overhead (design brief section 3). Each column is read
+// into registers before any output of it is written, and columns are disjoint, so out may alias
+// x: the gate is applied in place without a second state buffer. U is row-major (K, K).
 
-// Writes U @ v to column storage dst[i * stride]. v holds the whole input column in registers,
-// so dst may be the column v was read from; no second K-array is kept (it would spill at K = 32).
-template <int K>
-__device__ __forceinline__ void multiply_column(const double2 *u, const double2 (&v)[K], double2 *dst,
-                                                long long stride)
+#include "gate_tiles.cuh"
+
+// Writes U @ v through store(i, value) for output i. v holds the whole input column in registers,
+// so store may write the column v was read from; no second K-array is kept (it would spill at
+// K = 32).
+template <int K, class Store>
+__device__ __forceinline__ void multiply_column(const double2 *u, const double2 (&v)[K], Store store)
 {
     // Two rows at a time give four independent FMA chains; unrolling all rows lets the compiler
     // hoist all of U into registers and spill (measured: 16 KB of stack at K = 32).
@@ -34,33 +35,35 @@ __device__ __forceinline__ void multiply_column(const double2 *u, const double2 
             }
         }
 #pragma unroll
-        for (int j = 0; j < ROWS; ++j) dst[(i + j) * stride] = make_double2(re[j], im[j]);
+        for (int j = 0; j < ROWS; ++j) store(i + j, make_double2(re[j], im[j]));
     }
 }
 
-// R >= 32: a warp's 32 consecutive columns share l, so each of the K loads is one
-// contiguous 512-byte run: coalesced without staging.
+// One thread per column. With the lowest target at bit 5 or above, a warp's 32 consecutive
+// columns are one contiguous 512-byte run for each of the K loads: coalesced without staging.
+// Below that a load instruction uses every sector it touches only partly (the other amplitudes of
+// the same sectors follow in the next loads, from L1).
 template <int K>
 __global__ void apply_small_gate_direct(const double2 *x, double2 *out, const double2 *__restrict__ u,
-                                        long long n_columns, int log2_right)
+                                        long long n_columns, unsigned long long targets)
 {
     __shared__ double2 u_shared[K * K];
     for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
     __syncthreads();
-    const long long right = 1LL << log2_right;
+    const TargetLayout<K> layout(targets);
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < n_columns; c += stride) {
-        const long long l = c >> log2_right;
-        const long long base = l * K * right + (c & (right - 1));
+        const long long base = layout.column(c);
         double2 v[K];
 #pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = x[base + k * right];
-        multiply_column<K>(u_shared, v, out + base, right);
+        for (int k = 0; k < K; ++k) v[k] = x[base + layout.amplitude(k)];
+        multiply_column<K>(u_shared, v, [&](int i, double2 value) { out[base + layout.amplitude(i)] = value; });
     }
 }
 
-// R < TILE: a tile of TILE consecutive columns covers TILE / R whole groups l, one
-// contiguous span of TILE * K elements. It is staged through shared memory so that global
+// Contiguous targets log2 R .. log2 R + log2 K - 1 with R < TILE, i.e. the C-contiguous (L, K, R)
+// view: a tile of TILE consecutive columns covers TILE / R whole groups l, one contiguous span of
+// TILE * K elements. It is staged through shared memory so that global
 // loads and stores are coalesced; rows are padded by one element against bank conflicts.
 template <int K, int TILE>
 __global__ void apply_small_gate_staged(const double2 *x, double2 *out, const double2 *__restrict__ u,
@@ -84,7 +87,7 @@ __global__ void apply_small_gate_staged(const double2 *x, double2 *out, const do
             double2 v[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) v[k] = tile[col * (K + 1) + k];
-            multiply_column<K>(u_shared, v, tile + col * (K + 1), 1);
+            multiply_column<K>(u_shared, v, [&](int i, double2 value) { tile[col * (K + 1) + i] = value; });
         }
         __syncthreads();
         for (int e = threadIdx.x; e < TILE * K; e += blockDim.x) {

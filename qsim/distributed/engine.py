@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from circuits import Circuit, CircuitError, Gate
 from gemm_backend.base import merge_call_infos
 
-from ..apply import apply_plan, plan_gate
+from ..apply import apply_plan, plan_gate, transposed_chunk_bytes
 from ..errors import SimulationError
 from ..reference import apply_reference_gate, reference_bytes
 from ..simulator import BYTES_PER_AMPLITUDE, PREPARED_MAX_DIM, Simulator, _GateTimer, _PeakMemory
@@ -111,12 +111,13 @@ class DistributedSimulator:
         on_gpu = self.device.on_gpu
         needs = RankNeeds(
             slice_bytes=slice_bytes,
-            transposes=any(plan.axes_order is not None for plan in plans),
+            transpose_bytes=transposed_chunk_bytes(n_local) if any(
+                not plan.contiguous and not self.backend.takes_scattered(plan.k, on_gpu) for plan in plans) else 0,
             workspace_bytes=self.backend.reserved_workspace_bytes(),
             exchange_bytes=2 * BYTES_PER_AMPLITUDE * amplitudes if schedule.exchanges else 0,
             reference_bytes=reference_bytes(n_local, plans, DD_WORKSPACE_BYTES) if reference else 0,
         )
-        wants_spare = any(plan.axes_order is None and not self.backend.works_in_place(plan.k, on_gpu)
+        wants_spare = any(plan.contiguous and not self.backend.works_in_place(plan.k, on_gpu)
                           for plan in plans)
         return plan_memory(self.comm, self.device, needs, self.out_of_place, self.memory_fraction, wants_spare)
 
@@ -145,8 +146,9 @@ class DistributedSimulator:
                 u = matrices[step.gate_index]
                 u = xp.asarray(plan.matrix) if u is None else u
                 product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
-                state, scratch = clock.time("gate", apply_plan, plan, state, product, scratch)
-                gate_info.append(dict(self.backend.last_call_info))
+                scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
+                state, scratch, layout = clock.time("gate", apply_plan, plan, state, product, scratch, scattered)
+                gate_info.append(dict(self.backend.last_call_info, layout=layout))
                 peak.sample()
                 bar.update(1)
         finally:

@@ -16,20 +16,21 @@ GIB = float(1 << 30)
 
 @dataclass(frozen=True)
 class RankNeeds:
-    """Bytes one rank needs. slice_bytes: its share of the state; transposes: a gate on
-    non-contiguous bits copies the slice once; workspace_bytes: the backend's; exchange_bytes:
+    """Bytes one rank needs. slice_bytes: its share of the state; transpose_bytes: the chunk of a
+    transposed copy that gates on non-contiguous bits without an in-place kernel take
+    (qsim.apply), else 0; workspace_bytes: the backend's; exchange_bytes:
     the two exchange buffers; reference_bytes: the double-double pair and its chunk copies
     (0 without a reference), held after the run beside the final slice."""
 
     slice_bytes: int
-    transposes: bool
+    transpose_bytes: int
     workspace_bytes: int
     exchange_bytes: int
     reference_bytes: int = 0
 
     def run_bytes(self, spare: bool) -> int:
-        copies = 1 + self.transposes + spare
-        return copies * self.slice_bytes + self.workspace_bytes + self.exchange_bytes
+        copies = 1 + spare
+        return copies * self.slice_bytes + self.transpose_bytes + self.workspace_bytes + self.exchange_bytes
 
     def reference_phase_bytes(self) -> int:
         if not self.reference_bytes:
@@ -41,8 +42,8 @@ class RankNeeds:
 
     def describe(self, spare: bool) -> str:
         parts = [f"slice {self.slice_bytes / GIB:.2f} GiB"]
-        if self.transposes:
-            parts.append("its transposed copy for non-contiguous gates")
+        if self.transpose_bytes:
+            parts.append(f"transposed copy {self.transpose_bytes / GIB:.2f} GiB for non-contiguous gates")
         if spare:
             parts.append("a second slice buffer")
         parts.append(f"workspace {self.workspace_bytes / GIB:.2f} GiB")
