@@ -14,7 +14,7 @@ import numpy as np
 from .arrays import array_module, compute_capability, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
-from .target_layout import check_layout, pack_targets, run_length, view_layout
+from .target_layout import launch_layout, pack_targets, run_length
 
 DMMA_DIMS = (8, 16, 32, 64)
 MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions
@@ -114,10 +114,7 @@ def apply_native_gate(u, x, out, targets=None, launch: NativeLaunch = None, frag
     when made beforehand."""
     cp = cupy_module()
     k = u.shape[0]
-    if targets is None:
-        (x, targets), out = view_layout(x), view_layout(out)[0]
-    targets = check_layout(x, k, targets)
-    check_layout(out, k, targets)
+    x, out, targets = launch_layout(x, out, k, targets)
     launch = default_launch(k, run_length(targets)) if launch is None else launch
     if launch.k != k:
         raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")

@@ -204,8 +204,7 @@ class OzakiBackend(GemmBackend):
         if self._takes_ozaki2(k):
             self._apply_ozaki2(u, x, out, on_gpu)
             return
-        prepared = self._prepared.get(id(u))
-        plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
+        plan, statistics = self._plan_of(u, x)
         if plan is None:  # rho found no s: native, as matmul does
             _native_apply(u, x, out)
             self._finish(None, None, "zgemm")
@@ -229,8 +228,7 @@ class OzakiBackend(GemmBackend):
         k = u.shape[0]
         if not self.takes_scattered(k, is_gpu_array(state)):
             return False
-        prepared = self._prepared.get(id(u))
-        plan, statistics = prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u)
+        plan, statistics = self._plan_of(u)
         launch = plan_launch(k, plan)
         if launch is None:
             return False
@@ -280,6 +278,11 @@ class OzakiBackend(GemmBackend):
             return self._plan(inner, {"histogram": histogram}), {}
         statistics = {"a": worst_case_columns(inner, bits), "b": summarize_rows(gate_rows, gate_exps, bits)}
         return self._plan(inner, statistics), statistics
+
+    def _plan_of(self, u, x=None):
+        """(plan, statistics) that prepare() kept for this u object, else gate_plan(u, x)."""
+        prepared = self._prepared.get(id(u))
+        return prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
 
     def prepare(self, u) -> None:
         """Choose u's plan now (the target rule looks at the gate alone), for apply_batched, and

@@ -15,7 +15,7 @@ from .arrays import array_module, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
-from .target_layout import check_layout, pack_targets, view_layout
+from .target_layout import launch_layout, pack_targets
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 MAX_STATE_DIGITS = 16
@@ -173,10 +173,7 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=No
     int32 flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
     k = u.shape[0]
-    if targets is None:
-        (x, targets), out = view_layout(x), view_layout(out)[0]
-    targets = check_layout(x, k, targets)
-    check_layout(out, k, targets)
+    x, out, targets = launch_layout(x, out, k, targets)
     fragments, exponents = gate_fragments(u, plan.b_slices)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes

@@ -9,7 +9,7 @@ import functools
 from .arrays import cupy_module, multiprocessor_count
 from .errors import BackendError
 from .kernel_launch import raw_module
-from .target_layout import check_layout, contiguous_targets, pack_targets, view_layout
+from .target_layout import contiguous_targets, launch_layout, pack_targets
 
 SUPPORTED_DIMS = (2, 4, 8, 16, 32)
 
@@ -46,10 +46,7 @@ def apply_small_gate(u, x, out, targets=None) -> None:
     k = u.shape[0]
     if k not in SUPPORTED_DIMS:
         raise BackendError(f"small-gate kernel supports K in {SUPPORTED_DIMS}, got {k}")
-    if targets is None:
-        (x, targets), out = view_layout(x), view_layout(out)[0]
-    targets = check_layout(x, k, targets)
-    check_layout(out, k, targets)
+    x, out, targets = launch_layout(x, out, k, targets)
     u = cp.ascontiguousarray(u, dtype=cp.complex128)
     n_columns = x.size // k
     n_right = 1 << targets[0]

@@ -43,6 +43,16 @@ def check_layout(state, k: int, targets) -> tuple:
     return targets
 
 
+def launch_layout(x, out, k: int, targets) -> tuple:
+    """(flat x, flat out, targets) for a kernel launch: without targets x and out are (L, K, R)
+    views (view_layout), with them flat states; both checked against the targets (check_layout)."""
+    if targets is None:
+        (x, targets), out = view_layout(x), view_layout(out)[0]
+    targets = check_layout(x, k, targets)
+    check_layout(out, k, targets)
+    return x, out, targets
+
+
 def pack_targets(targets) -> int:
     """The kernels' 64-bit argument: target i in bits 6 i .. 6 i + 5."""
     return sum(int(t) << (BITS_PER_TARGET * i) for i, t in enumerate(targets))

@@ -69,8 +69,9 @@ class ZgemmBackend(GemmBackend):
         return True
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
-        dmma = k in self.dmma_dims and dmma_available() if on_gpu else False
-        return on_gpu and (dmma or k in SUPPORTED_DIMS and k <= self.small_gate_max_dim)
+        if not on_gpu:
+            return False
+        return (k in self.dmma_dims and dmma_available()) or (k in SUPPORTED_DIMS and k <= self.small_gate_max_dim)
 
     def apply_scattered(self, u, state, targets) -> bool:
         """The DMMA kernel where apply_batched would take it at stride 2^targets[0], else the
