@@ -29,17 +29,20 @@ def view_layout(x) -> tuple:
 
 def check_layout(state, k: int, targets) -> tuple:
     """targets as a tuple after checking that they address K-amplitude columns of the flat state:
-    log2 K distinct bit positions in ascending order, all below log2 of the state's size."""
+    log2 K distinct bit positions in ascending order, the state's size a multiple of 2^(top + 1)
+    for the top target (a power of two for a whole state; L K R for an (L, K, R) view, any L)."""
     size = state.size
     targets = tuple(int(t) for t in targets)
-    if size & (size - 1) or state.ndim != 1 or not state.flags.c_contiguous:
-        raise BackendError(f"the gate kernels need a flat C-contiguous state of 2^n amplitudes, got shape {state.shape}")
+    if state.ndim != 1 or not state.flags.c_contiguous:
+        raise BackendError(f"the gate kernels need a flat C-contiguous state, got shape {state.shape}")
     if 1 << len(targets) != k or len(targets) > MAX_KERNEL_TARGETS:
         raise BackendError(f"a K = {k} gate needs {k.bit_length() - 1} targets (at most {MAX_KERNEL_TARGETS}), "
                            f"got {targets}")
-    n_bits = size.bit_length() - 1
-    if any(b <= a for a, b in zip(targets, targets[1:])) or (targets and not 0 <= targets[0] <= targets[-1] < n_bits):
-        raise BackendError(f"targets must be ascending distinct bits below {n_bits}, got {targets}")
+    n_bits = max(size, 1).bit_length() - 1
+    if (any(b <= a for a, b in zip(targets, targets[1:])) or targets[0] < 0 or targets[-1] >= MAX_STATE_BITS
+            or size % (2 << targets[-1])):
+        raise BackendError(f"targets must be ascending distinct bits below {n_bits} (the state's size a multiple of "
+                           f"2^(top + 1)), got {targets}")
     return targets
 
 

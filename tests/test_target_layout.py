@@ -200,3 +200,9 @@ def test_gpu_every_target_pair_of_a_small_state(rng):
             result = Simulator(backend=name, device="gpu", progress=False).run(Circuit(n, [Gate(targets, u)]),
                                                                                 initial_state=psi / np.linalg.norm(psi))
             assert np.abs(cp.asnumpy(result.state) - expected / np.linalg.norm(psi)).max() < 1e-12, (name, targets)
+
+
+def test_a_view_with_any_number_of_groups_is_a_layout():
+    assert check_layout(np.zeros(3 * 4 * 2, complex), 4, (1, 2)) == (1, 2)
+    with pytest.raises(BackendError, match="multiple of"):
+        check_layout(np.zeros(3 * 4 * 2, complex), 4, (2, 3))
