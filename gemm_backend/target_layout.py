@@ -23,7 +23,7 @@ def view_layout(x) -> tuple:
     """(flat x, targets) for a C-contiguous (L, K, R) cupy or numpy view with K and R powers of two."""
     n_left, k, n_right = x.shape
     if k & (k - 1) or n_right & (n_right - 1) or not x.flags.c_contiguous:
-        raise BackendError("the gate kernels need C-contiguous (L, K, R) views with K and R powers of two")
+        raise BackendError("the gate kernels need C-contiguous (L, K, R) views with K and R each a power of two")
     return x.reshape(-1), contiguous_targets(k, n_right)
 
 
