@@ -14,7 +14,7 @@ import numpy as np
 from .arrays import array_module, compute_capability, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
-from .target_layout import launch_layout, pack_targets, run_length
+from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, run_length
 
 DMMA_DIMS = (8, 16, 32, 64)
 MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions
@@ -44,12 +44,17 @@ class NativeLaunch:
         return 16 * (self.k // 8) * (self.k // 4) * 32
 
     @property
+    def fixed_bytes(self) -> int:
+        """Shared memory besides the stages: the gate and the address tables."""
+        return self.gate_bytes + ADDRESS_TABLE_BYTES
+
+    @property
     def stage_bytes_per_warp(self) -> int:
         return 16 * self.n_tiles * (self.k // 4) * 32 if self.prefetch else 0
 
     @property
     def shared_bytes(self) -> int:
-        return self.gate_bytes + self.warps * self.stage_bytes_per_warp
+        return self.fixed_bytes + self.warps * self.stage_bytes_per_warp
 
 
 def default_launch(k: int, n_right: int) -> NativeLaunch:
@@ -83,7 +88,7 @@ def launch_shape(k: int, n_tiles: int, prefetch: bool, blocks_per_sm: int, mma_k
     shape = NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, MAX_WARPS, mma_k)
     if shape.shared_bytes <= limit:
         return shape
-    warps = (limit - shape.gate_bytes) // max(1, shape.stage_bytes_per_warp)
+    warps = (limit - shape.fixed_bytes) // max(1, shape.stage_bytes_per_warp)
     if warps < 4:
         raise BackendError(f"no shared memory for {shape.name} at {blocks_per_sm} block(s) per multiprocessor")
     return NativeLaunch(k, n_tiles, prefetch, blocks_per_sm, int(warps), mma_k)

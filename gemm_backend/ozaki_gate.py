@@ -15,7 +15,7 @@ from .arrays import array_module, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
-from .target_layout import launch_layout, pack_targets
+from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 MAX_STATE_DIGITS = 16
@@ -25,6 +25,7 @@ MIN_PREFETCH_WARPS = 4
 DIGIT_REGISTERS = 128  # per-lane registers the column digits may take (NT at K = 64)
 DIGIT_BITS = 8
 _EXPONENT_BYTES = 256
+_FIXED_EXTRA_BYTES = _EXPONENT_BYTES + ADDRESS_TABLE_BYTES  # shared memory besides the gate and stages
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
     multiprocessor wherever the gate's digits fit twice in shared memory, with two 8-column
     tiles per warp up to K = 32 and one at K = 64. Where they fit once (K = 64 with more gate
     digits): one block, two tiles while the column digits fit in 128 registers."""
-    if gate_bytes(k, gate_slices) + _EXPONENT_BYTES <= shared_limit(2):
+    if gate_bytes(k, gate_slices) + _FIXED_EXTRA_BYTES <= shared_limit(2):
         return (2 if k <= 32 else 1), False, 2
     k_tiles = tiles(k)[0]
     return (2 if 2 * state_slices * k_tiles * 2 <= DIGIT_REGISTERS else 1), False, 1
@@ -81,7 +82,7 @@ def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks
     prefetch = default[1] if prefetch is None else prefetch
     blocks_per_sm = default[2] if blocks_per_sm is None else blocks_per_sm
     limit = shared_limit(blocks_per_sm)
-    fixed = gate_bytes(k, plan.b_slices) + _EXPONENT_BYTES
+    fixed = gate_bytes(k, plan.b_slices) + _FIXED_EXTRA_BYTES
     if fixed > limit:
         if blocks_per_sm == 1:
             return None

@@ -11,6 +11,9 @@ from .errors import BackendError
 BITS_PER_TARGET = 6
 MAX_KERNEL_TARGETS = 64 // BITS_PER_TARGET
 MAX_STATE_BITS = 1 << BITS_PER_TARGET
+# Shared memory a gate kernel reserves for its address tables (gate_tiles.cuh's AddressTables:
+# K <= 64 amplitude offsets of 8 bytes, up to 32 in-tile column offsets of 4 bytes).
+ADDRESS_TABLE_BYTES = 640
 
 
 def contiguous_targets(k: int, n_right: int) -> tuple:

@@ -18,35 +18,54 @@
 // one 64-bit kernel argument; the bits of c fill the other positions in order (a bit deposit).
 // A contiguous (L, K, R) view is the special case targets log2 R .. log2 R + D - 1: column
 // l R + r starts at l K R + r and amplitude a lies a R after it.
+// Both maps act on each bit alone, so they are additive over parts with disjoint bits:
+// column(tile 2^s + j) = column(tile 2^s) + column(j) for j < 2^s, and likewise amplitude. The
+// kernels pay one deposit per tile and look the in-tile parts up in AddressTables.
 template <int K> struct TargetLayout {
     static constexpr int D = K >= 64 ? 6 : K >= 32 ? 5 : K >= 16 ? 4 : K >= 8 ? 3 : K >= 4 ? 2 : 1;
     static_assert(K == 1 << D, "K must be a power of two in 2..64");
-    int target[D];
+    unsigned long long packed;
 
-    __device__ __forceinline__ explicit TargetLayout(unsigned long long packed)
-    {
-#pragma unroll
-        for (int i = 0; i < D; ++i) target[i] = (int)((packed >> (6 * i)) & 63u);
-    }
-    // Offset of column c's amplitude 0: a zero inserted at every target bit, lowest first.
+    __device__ __forceinline__ explicit TargetLayout(unsigned long long packed_targets) : packed(packed_targets) {}
+    __device__ __forceinline__ long long bit(int i) const { return 1LL << ((packed >> (6 * i)) & 63u); }
+    // Offset of column c's amplitude 0: a zero inserted at every target bit, lowest first (the
+    // bits of c at and above target[i] move up by one: c + (c & -2^target[i])).
     __device__ __forceinline__ long long column(long long c) const
     {
 #pragma unroll
-        for (int i = 0; i < D; ++i) {
-            const long long low = c & ((1LL << target[i]) - 1);
-            c = ((c - low) << 1) | low;
-        }
+        for (int i = 0; i < D; ++i) c += c & -bit(i);
         return c;
     }
-    // Offset of amplitude a (< K) from its column's amplitude 0. For a compile-time a (unrolled
-    // loops) this is a few shifts and adds.
+    // Offset of amplitude a (< K) from its column's amplitude 0.
     __device__ __forceinline__ long long amplitude(int a) const
     {
         long long offset = 0;
 #pragma unroll
         for (int i = 0; i < D; ++i)
-            if ((a >> i) & 1) offset += 1LL << target[i];
+            if ((a >> i) & 1) offset += bit(i);
         return offset;
+    }
+};
+
+// The in-tile parts of every address, in shared memory: amplitude(a) for a < K and column(j) for
+// the j < COLUMNS columns of a tile. A lane's address is then the tile's base plus two table
+// entries, and no per-target value stays in registers through a tile (the INT8 kernel runs at
+// its register cap; offsets kept in registers made it spill). ADDRESS_TABLE_BYTES (K <= 64,
+// COLUMNS <= 32) is what a kernel reserves; gemm_backend/target_layout.py has the same number.
+#define ADDRESS_TABLE_BYTES 640
+template <int K, int COLUMNS> struct AddressTables {
+    long long amplitude[K];
+    int column[COLUMNS];
+
+    // Every thread of the block takes part; the caller synchronises before the tables are read.
+    __device__ __forceinline__ void fill(const TargetLayout<K> &layout)
+    {
+        for (int i = threadIdx.x; i < K + COLUMNS; i += blockDim.x) {
+            if (i < K)
+                amplitude[i] = layout.amplitude(i);
+            else
+                column[i - K] = (int)layout.column(i - K);  // < 2^(5 + D): fits an int
+        }
     }
 };
 
@@ -59,30 +78,32 @@ __device__ __forceinline__ void copy_async_16(void *shared, const void *global, 
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// Calls body(tile, v) for every tile of this warp, v[nt][j] = amplitude 4 j + t of column
+// Calls body(tile, tile_base, v) for every tile of this warp: tile_base = column(tile * 8 NT)
+// (the tile's column j lies tables.column[j] after it), v[nt][j] = amplitude 4 j + t of column
 // tile * 8 NT + column_in_tile(nt) (zeros past the end or past K). stage: this warp's
 // NT * SLOTS * 32 double2 of shared memory (used only with PREFETCH).
 template <int K, int NT, int SLOTS, bool PREFETCH, class ColumnInTile, class Body>
 __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_columns, const TargetLayout<K> &layout,
-                                              double2 *stage, ColumnInTile column_in_tile, Body body)
+                                              const AddressTables<K, 8 * NT> &tables, double2 *stage,
+                                              ColumnInTile column_in_tile, Body body)
 {
     constexpr int COLUMNS = 8 * NT;
+    static_assert(sizeof(AddressTables<K, COLUMNS>) <= ADDRESS_TABLE_BYTES, "address tables too large");
     const int lane = threadIdx.x & 31, t = lane & 3, warps = blockDim.x >> 5;
-    const long long lane_offset = layout.amplitude(t < K ? t : 0);  // amplitude 4 j + t = 4 j | t
     const long long n_tiles = (n_columns + COLUMNS - 1) / COLUMNS;
     const long long tile_step = (long long)gridDim.x * warps;
     long long tile = blockIdx.x * (long long)warps + (threadIdx.x >> 5);
 
     auto fetch = [&](long long tile_index, double2 (&v)[NT][SLOTS], bool to_stage) {
+        const double2 *tile_start = x + layout.column(tile_index * COLUMNS);
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-            const long long column = tile_index * COLUMNS + column_in_tile(nt);
-            const bool column_ok = tile_index < n_tiles && column < n_columns;
-            const double2 *base = x + layout.column(column_ok ? column : 0) + lane_offset;
+            const bool column_ok = tile_index < n_tiles && tile_index * COLUMNS + column_in_tile(nt) < n_columns;
+            const double2 *column_start = tile_start + tables.column[column_in_tile(nt)];
 #pragma unroll
             for (int j = 0; j < SLOTS; ++j) {
                 const bool ok = column_ok && 4 * j + t < K;
-                const double2 *source = ok ? base + layout.amplitude(4 * j) : x;
+                const double2 *source = ok ? column_start + tables.amplitude[ok ? 4 * j + t : 0] : x;
                 if (to_stage)
                     copy_async_16(&stage[(nt * SLOTS + j) * 32 + lane], source, ok);
                 else
@@ -109,7 +130,7 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
         } else {
             fetch(tile, v, false);
         }
-        body(tile, v);
+        body(tile, layout.column(tile * COLUMNS), v);
     }
     if (PREFETCH) copy_async_wait_all();
 }

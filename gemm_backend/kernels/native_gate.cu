@@ -47,25 +47,24 @@ native_gate(const double2 *x, double2 *out, long long n_columns, unsigned long l
     constexpr int MT = K / 8, SLOTS = K / 4;
     extern __shared__ double2 shared[];
     double2 *gate_shared = shared;                   // [MT][SLOTS][32]: (Ur, Ui)[8 mt + g][4 j + t]
-    double2 *staged = gate_shared + MT * SLOTS * 32;  // per warp [NT][SLOTS][32]
+    auto &tables = *(AddressTables<K, 8 * NT> *)(gate_shared + MT * SLOTS * 32);
+    double2 *staged = (double2 *)((char *)&tables + ADDRESS_TABLE_BYTES);  // per warp [NT][SLOTS][32]
+    const TargetLayout<K> layout(targets);
     for (int i = threadIdx.x; i < MT * SLOTS * 32; i += blockDim.x) gate_shared[i] = gate[i];
+    tables.fill(layout);
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const TargetLayout<K> layout(targets);
     auto column_in_tile = [g](int nt) { return nt * 8 + g; };
     for_each_tile<K, NT, SLOTS, PREFETCH>(
-        x, n_columns, layout, staged + warp * NT * SLOTS * 32, column_in_tile,
-        [&](long long tile, double2 (&v)[NT][SLOTS]) {
-            // this lane's output columns 2 t + half of each n-tile (-1 past the end)
-            long long store_base[NT][2];
+        x, n_columns, layout, tables, staged + warp * NT * SLOTS * 32, column_in_tile,
+        [&](long long tile, long long tile_base, double2 (&v)[NT][SLOTS]) {
+            unsigned store_ok = 0;  // bit 2 nt + half: that output column exists
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const long long column = tile * 8 * NT + nt * 8 + 2 * t + half;
-                    store_base[nt][half] = column < n_columns ? layout.column(column) : -1;
-                }
+                for (int half = 0; half < 2; ++half)
+                    store_ok |= (tile * 8 * NT + nt * 8 + 2 * t + half < n_columns) << (2 * nt + half);
 #pragma unroll 1
             for (int mt = 0; mt < MT; ++mt) {
                 double acc[NT][4];
@@ -87,13 +86,13 @@ native_gate(const double2 *x, double2 *out, long long n_columns, unsigned long l
                         }
                     }
                 }
-                const long long amplitude_offset = layout.amplitude(8 * mt + g);
+                double2 *amplitude_start = out + tile_base + tables.amplitude[8 * mt + g];
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                     for (int half = 0; half < 2; ++half)
-                        if (store_base[nt][half] >= 0)
-                            __stcs(out + store_base[nt][half] + amplitude_offset,
+                        if ((store_ok >> (2 * nt + half)) & 1u)
+                            __stcs(amplitude_start + tables.column[nt * 8 + 2 * t + half],
                                    make_double2(acc[nt][half], acc[nt][2 + half]));
             }
         });

@@ -128,18 +128,20 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
     extern __shared__ uint4 shared[];
     uint4 *gate_shared = shared;  // [SG][MT][KT][32]
     int *exponents_shared = (int *)(gate_shared + SG * MT * KT * 32);
-    double2 *staged = (double2 *)(exponents_shared + 64);  // per warp [NT][SLOTS][32]
+    auto &tables = *(AddressTables<K, COLUMNS> *)(exponents_shared + 64);
+    double2 *staged = (double2 *)((char *)&tables + ADDRESS_TABLE_BYTES);  // per warp [NT][SLOTS][32]
+    const TargetLayout<K> layout(targets);
     for (int i = threadIdx.x; i < SG * MT * KT * 32; i += blockDim.x) gate_shared[i] = gate[i];
     for (int i = threadIdx.x; i < K; i += blockDim.x) exponents_shared[i] = gate_exponents[i];
+    tables.fill(layout);
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const TargetLayout<K> layout(targets);
     double2 *my_stage = staged + warp * NT * SLOTS * 32;
     int found_bad = 0;
     auto column_in_tile = [g](int nt) { return nt * 8 + load_column(g); };
-    for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, layout, my_stage, column_in_tile,
-                                          [&](long long tile, double2 (&v)[NT][SLOTS]) {
+    for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, layout, tables, my_stage, column_in_tile,
+                                          [&](long long tile, long long tile_base, double2 (&v)[NT][SLOTS]) {
         // column exponents (a quad holds one column) from the high words of |x|, then the digits,
         // transposed into mma B fragments
         int exponent[NT];
@@ -210,16 +212,15 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
                 }
         }
 
-        // where this lane stores: columns 4 half + t of each n-tile (-1 past the end), their exponents
-        long long store_base[NT][2];
+        // the exponents of this lane's store columns 4 half + t of each n-tile, and which exist
         int store_exponent[NT][2];
+        unsigned store_ok = 0;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                const long long column = tile * COLUMNS + nt * 8 + 4 * half + t;
-                store_base[nt][half] = column < n_columns ? layout.column(column) : -1;
                 store_exponent[nt][half] = __shfl_sync(0xffffffffu, exponent[nt], 4 * (2 * t + half));
+                store_ok |= (tile * COLUMNS + nt * 8 + 4 * half + t < n_columns) << (2 * nt + half);
             }
 
         // per m-tile: the plan's digit products, exact int32 chunks, FP64 accumulation, one store
@@ -272,19 +273,19 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
             // column 2 t + half, which is state column 4 half + t of the n-tile
             const int amplitude = 8 * mt + g;
             const int gate_exponent = exponents_shared[amplitude < K ? amplitude : 0];
-            const long long amplitude_offset = layout.amplitude(amplitude < K ? amplitude : 0);
+            double2 *amplitude_start = out + tile_base + tables.amplitude[amplitude < K ? amplitude : 0];
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
-                    if (amplitude >= K || store_base[nt][half] < 0) continue;
+                    if (amplitude >= K || !((store_ok >> (2 * nt + half)) & 1u)) continue;
                     if (store_exponent[nt][half] == BAD_COLUMN) {
                         found_bad = 1;
                         continue;
                     }
                     const int k = store_exponent[nt][half] + gate_exponent;
                     const double2 value = make_double2(scale_by(acc[nt][half], k), scale_by(acc[nt][2 + half], k));
-                    __stcs(out + store_base[nt][half] + amplitude_offset, value);
+                    __stcs(amplitude_start + tables.column[nt * 8 + 4 * half + t], value);
                 }
         }
     });

@@ -48,16 +48,18 @@ __global__ void apply_small_gate_direct(const double2 *x, double2 *out, const do
                                         long long n_columns, unsigned long long targets)
 {
     __shared__ double2 u_shared[K * K];
-    for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
-    __syncthreads();
+    __shared__ long long amplitude_offset[K];  // layout.amplitude(k), looked up rather than rebuilt per column
     const TargetLayout<K> layout(targets);
+    for (int i = threadIdx.x; i < K * K; i += blockDim.x) u_shared[i] = u[i];
+    for (int i = threadIdx.x; i < K; i += blockDim.x) amplitude_offset[i] = layout.amplitude(i);
+    __syncthreads();
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < n_columns; c += stride) {
         const long long base = layout.column(c);
         double2 v[K];
 #pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = x[base + layout.amplitude(k)];
-        multiply_column<K>(u_shared, v, [&](int i, double2 value) { out[base + layout.amplitude(i)] = value; });
+        for (int k = 0; k < K; ++k) v[k] = x[base + amplitude_offset[k]];
+        multiply_column<K>(u_shared, v, [&](int i, double2 value) { out[base + amplitude_offset[i]] = value; });
     }
 }
 
