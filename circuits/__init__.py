@@ -10,7 +10,7 @@ from .errors import CircuitError
 from .gate import Circuit, Gate
 from .operations import ClbitTest, Condition, Measure, Reset, format_clbits
 
-_LAZY = {"from_qiskit": ".qiskit_import", "from_qasm": ".qiskit_import", "fuse": ".fusion"}
+_LAZY = {"from_qiskit": ".qiskit_import", "from_qasm": ".qiskit_import", "fuse": ".fusion", "fuse_by_cost": ".fusion"}
 
 __all__ = ["Circuit", "CircuitError", "ClbitTest", "Condition", "Gate", "Measure", "Reset", "brickwork",
            "format_clbits", "haar_unitary", "monitored_brickwork", *_LAZY]

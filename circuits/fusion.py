@@ -59,6 +59,35 @@ def fuse(circuit: Circuit, max_qubits: int = 5) -> Circuit:
     return dataclasses.replace(circuit, gates=[_block_gate(block) for block in blocks])
 
 
+AUTO_FUSION_SIZES = (1, 2, 3, 4, 5, 6)  # the block sizes automatic fusion tries
+
+
+@dataclass(frozen=True)
+class FusionChoice:
+    """The outcome of fuse_by_cost: the fused circuit, the block size it was fused to, and the
+    estimated cost of the circuit at every block size tried (in the gate_cost callable's units)."""
+
+    circuit: Circuit
+    max_qubits: int
+    estimated_cost: dict
+
+
+def fuse_by_cost(circuit: Circuit, gate_cost, sizes=AUTO_FUSION_SIZES) -> FusionChoice:
+    """The circuit fused to the block size in `sizes` whose fused gates cost least in total, with
+    gate_cost(gate) -> float the estimated time of one gate (e.g. passes over the state, from the
+    backend that will run it). Ties go to the smaller size (fewer dense products to build).
+    Measurements and resets cost the same at every size and are not counted."""
+    sizes = sorted(set(sizes))
+    if not sizes:
+        raise CircuitError("automatic fusion needs at least one block size to try")
+    costs, fused_at = {}, {}
+    for size in sizes:
+        fused_at[size] = fuse(circuit, size)
+        costs[size] = float(sum(gate_cost(g) for g in fused_at[size].gates if isinstance(g, Gate)))
+    best = min(sizes, key=lambda size: (costs[size], size))
+    return FusionChoice(fused_at[best], best, costs)
+
+
 def _block_to_join(blocks, newest_block_on, newest_write_of, gate, max_qubits):
     """Index of the block the gate joins, or None for a new block.
 

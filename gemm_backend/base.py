@@ -8,6 +8,7 @@ import numbers
 
 from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks
 from .errors import BackendError
+from .gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, TRANSPOSED_EXTRA_PASSES, roofline_passes
 
 DEFAULT_WORKSPACE_BYTES = 1 << 30
 # The automatic workspace (workspace_bytes=None, where a backend allows it): on the GPU this share
@@ -75,6 +76,20 @@ class GemmBackend:
         nothing, where no kernel takes the gate (the caller then goes through a transposed copy
         and apply_batched)."""
         return False
+
+    def gate_passes(self, k: int, on_gpu: bool, scattered: bool = False) -> float:
+        """Estimated time of one k x k gate on a whole state, in passes over the state (one read
+        and write of it; gate_cost.py): the in-place cost, plus the transposed copy's passes
+        where the targets are not contiguous (`scattered`) and no kernel takes them in place."""
+        passes = self.contiguous_gate_passes(k, on_gpu)
+        if scattered and not self.takes_scattered(k, on_gpu):
+            passes += TRANSPOSED_EXTRA_PASSES
+        return passes
+
+    def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
+        """gate_passes on contiguous targets: the roofline of a dense GEMM unless a backend has
+        measured kernels."""
+        return roofline_passes(k, GPU_FLOPS_PER_BYTE if on_gpu else CPU_FLOPS_PER_BYTE)
 
     def reserved_workspace_bytes(self) -> int:
         """Memory the caller must leave free for this backend's working memory (the automatic

@@ -44,6 +44,7 @@ from .arrays import array_module, cupy_module, gpu_available, is_gpu_array, iter
 from .base import GemmBackend, check_matmul_operands
 from .cublas_ex import K_ALIGNMENT, gemm_tn
 from .errors import BackendError
+from .gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
 from .kernel_launch import launch_per_element
 from .ozaki_bound import (
     check_target,
@@ -75,6 +76,7 @@ from .registry import CRT_MODULI, INT8_SPLITS
 AUTO = "auto"
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
 OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
+TYPICAL_DIGIT_PAIRS = 28  # digit products of a default plan (7 x 7 digits, diagonals to 9): the cost model's
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 # Bytes per element of the CPU path's temporaries while splitting a row (frexp outputs, int64
 # significand, shifts, carry, the digit before narrowing).
@@ -171,6 +173,15 @@ class OzakiBackend(GemmBackend):
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         return on_gpu and self.fused and plan_launch(k, plan_products(7, 2 * k)) is not None
+
+    def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
+        """The fused kernel's and the GPU's tiled paths' measured passes at int8-auto's plans;
+        elsewhere (CPU, the rho rule) the roofline of the emulated product: every digit pair is
+        one more product, so it is compute-bound from small gates on."""
+        if on_gpu and self.fused and self.rule != "rho":
+            return measured_passes(INT8_FUSED_GPU_PASSES, k, super().contiguous_gate_passes(k, on_gpu))
+        balance = GPU_FLOPS_PER_BYTE if on_gpu else CPU_FLOPS_PER_BYTE
+        return roofline_passes(k, balance, flops_per_multiply_add=8.0 * TYPICAL_DIGIT_PAIRS)
 
     # -- interface ----------------------------------------------------------------------
     def matmul(self, a, b):

@@ -18,6 +18,12 @@ from .ozaki_split import row_exponents, split_rows
 from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
+# Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (at
+# the qubits just above the top target) form one kernel column under the gate I (x) U, each with
+# its own exponent, so every bit is the small gate's while the mma k-tiles are used whole (a 4 x 4
+# gate alone fills a quarter of them).
+PACKED_K = 16
+PACKED_GATE_DIMS = (4, 8)
 MAX_STATE_DIGITS = 16
 MAX_TOP = 63  # the chunk tops travel as bits of a 64-bit mask
 MAX_WARPS = 8
@@ -32,7 +38,8 @@ _FIXED_EXTRA_BYTES = _EXPONENT_BYTES + ADDRESS_TABLE_BYTES  # shared memory besi
 class Launch:
     """One kernel variant (the plan is compiled in) and its launch shape."""
 
-    k: int
+    k: int  # K of the kernel
+    group: int  # the gate's size: K, or less in a packed kernel
     state_slices: int
     gate_slices: int
     top: int
@@ -45,7 +52,8 @@ class Launch:
 
     @property
     def name(self) -> str:
-        return (f"ozaki_gate<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, {self.chunk_tops}ULL, "
+        return (f"ozaki_gate<{self.k}, {self.group}, {self.state_slices}, {self.gate_slices}, {self.top}, "
+                f"{self.chunk_tops}ULL, "
                 f"{self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}>")
 
 
@@ -72,11 +80,14 @@ def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
     return (2 if 2 * state_slices * k_tiles * 2 <= DIGIT_REGISTERS else 1), False, 1
 
 
-def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None):
+def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None,
+                packed: bool = True):
     """The Launch for a gate of size k under `plan` (shape from default_shape unless given), or
-    None when the fused kernel cannot take it."""
+    None when the fused kernel cannot take it. packed: sizes in PACKED_GATE_DIMS run in the
+    PACKED_K kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
     if k not in FUSED_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS or plan.top > MAX_TOP:
         return None
+    group, k = k, PACKED_K if packed and k in PACKED_GATE_DIMS else k
     default = default_shape(k, plan.a_slices, plan.b_slices)
     n_tiles = default[0] if n_tiles is None else n_tiles
     prefetch = default[1] if prefetch is None else prefetch
@@ -86,10 +97,10 @@ def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks
     if fixed > limit:
         if blocks_per_sm == 1:
             return None
-        return plan_launch(k, plan, n_tiles, prefetch, 1)
+        return plan_launch(group, plan, n_tiles, prefetch, 1, packed)
     per_warp = n_tiles * tiles(k)[2] * 32 * 16
     warps = min(MAX_WARPS, (limit - fixed) // per_warp)
-    common = (k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), n_tiles)
+    common = (k, group, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), n_tiles)
     if prefetch and warps >= MIN_PREFETCH_WARPS:
         return Launch(*common, True, warps, fixed + warps * per_warp, blocks_per_sm)
     return Launch(*common, False, MAX_WARPS, fixed, blocks_per_sm)
@@ -165,9 +176,32 @@ def build_kernel(launch: Launch) -> None:
     _kernel(launch.name)
 
 
+def packing_qubits(targets, n_amplitudes: int, columns: int):
+    """The qubits whose values tell apart the `columns` (a power of two) small columns of one
+    packed kernel column: the lowest non-target qubits after the lowest one (that one is kept for
+    the lanes, which keeps loads coalesced), or None when the state (n_amplitudes, an (L, K, R)
+    view's L K R included) has too few whole qubits."""
+    needed = columns.bit_length() - 1
+    whole_qubits = (n_amplitudes & -n_amplitudes).bit_length() - 1
+    free = [q for q in range(whole_qubits) if q not in targets]
+    return tuple(free[1:1 + needed]) if len(free) > needed else None
+
+
+def _packed(u, targets, n_amplitudes: int, plan, launch: Launch) -> tuple:
+    """(I (x) U, the targets then the packing qubits, launch) for a packed launch (the packing
+    qubits are the kernel's top gate bits, so each small column is whole slots), or (u, targets,
+    the gate's own launch) where the state has too few qubits."""
+    columns = launch.k // launch.group
+    packing = packing_qubits(targets, n_amplitudes, columns)
+    if packing is None:
+        return u, targets, plan_launch(launch.group, plan, packed=False)
+    cp = cupy_module()
+    return cp.kron(cp.eye(columns, dtype=cp.complex128), u), tuple(targets) + packing, launch
+
+
 def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=None) -> None:
     """Every column of x times U by the fused kernel, written to out (out may be x). u: (K, K)
-    complex128 cupy. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
+    complex128 cupy; `launch` may be a packed one (plan_launch), with the same bits. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
     with R a power of two (out[l] = U @ x[l]); with targets (ascending bit positions), flat states
     of 2^n amplitudes whose columns sit at those bits (target_layout.py). A column holding NaN or
     Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
@@ -175,10 +209,12 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=No
     cp = cupy_module()
     k = u.shape[0]
     x, out, targets = launch_layout(x, out, k, targets)
+    if launch.group != launch.k:
+        u, targets, launch = _packed(u, targets, x.size, plan, launch)
     fragments, exponents = gate_fragments(u, plan.b_slices)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = x.size // k
+    n_columns = x.size // launch.k
     blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
     kernel((blocks,), (32 * launch.warps,),

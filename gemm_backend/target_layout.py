@@ -60,7 +60,8 @@ def launch_layout(x, out, k: int, targets) -> tuple:
 
 
 def pack_targets(targets) -> int:
-    """The kernels' 64-bit argument: target i in bits 6 i .. 6 i + 5."""
+    """The kernels' 64-bit argument: target i (gate index bit i, in the gate's order) in bits
+    6 i .. 6 i + 5."""
     return sum(int(t) << (BITS_PER_TARGET * i) for i, t in enumerate(targets))
 
 

@@ -4,6 +4,7 @@ import numbers
 from .arrays import array_module, iter_column_chunks, is_gpu_array
 from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
 from .errors import BackendError
+from .gate_cost import NATIVE_GPU_PASSES, measured_passes
 from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
 from .target_layout import run_length
@@ -67,6 +68,10 @@ class ZgemmBackend(GemmBackend):
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         # cuBLAS and numpy go through chunks of the workspace in place or not: a second buffer gains nothing
         return True
+
+    def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
+        fallback = super().contiguous_gate_passes(k, on_gpu)
+        return measured_passes(NATIVE_GPU_PASSES, k, fallback) if on_gpu else fallback
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
         if not on_gpu:

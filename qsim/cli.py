@@ -9,12 +9,13 @@ from circuits import CircuitError, brickwork, monitored_brickwork
 from .errors import SimulationError
 from .output import STDOUT, check_output_path, write_json
 from .result import splits_summary
+from .device import resolve_device
+from .fusion import AUTO, describe_fusion, fuse_for_backend, fusion_setting
 from .simulator import Simulator
 
 EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
 DEFAULT_DEPTH = 10
 DEFAULT_GATE_SIZE = 5
-DEFAULT_IMPORT_FUSION = 5
 #: Backend options whose command-line flag is not "--" + the option with '-' for '_'.
 _OPTION_FLAGS = {"workspace_bytes": "--workspace-gib"}
 
@@ -95,9 +96,9 @@ def _circuit_arguments(parser):
     source.add_argument("--depth", type=int, help=f"brickwork layers (default {DEFAULT_DEPTH})")
     source.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the random gates and of sampling (default 0)")
     source.add_argument("--qasm", metavar="FILE", help="simulate an OpenQASM 2/3 file instead of a brickwork circuit")
-    source.add_argument("--fuse", type=int, metavar="K",
-                        help=f"fuse gates into blocks of at most K qubits (default {DEFAULT_IMPORT_FUSION} for --qasm, "
-                        "off for brickwork; 0 = off)")
+    source.add_argument("--fuse", metavar="K|auto",
+                        help="fuse gates into blocks of at most K qubits; auto: the size the backend's cost model "
+                        "says is fastest (default auto for --qasm, off for brickwork; 0 = off)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
                         help="auto takes the GPU when cupy sees one")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
@@ -170,8 +171,8 @@ def _build_circuit(args):
         if shaping:
             raise CircuitError(f"{', '.join(shaping)} shape a brickwork circuit and cannot be used with --qasm "
                                "(the program sets the qubits; --fuse K sets the gate size)")
+        fuse = fusion_setting(AUTO if args.fuse is None else args.fuse, "--fuse")
         circuit = circuits.from_qasm(args.qasm)
-        fuse = DEFAULT_IMPORT_FUSION if args.fuse is None else args.fuse
         source = {"qasm": args.qasm, "gates_imported": len(circuit)}
     else:
         if args.qubits is None:
@@ -181,29 +182,32 @@ def _build_circuit(args):
         depth = DEFAULT_DEPTH if args.depth is None else args.depth
         shape = (args.qubits, gate_size, depth)
         circuit = brickwork(*shape, args.seed) if rate is None else monitored_brickwork(*shape, rate, args.seed)
-        fuse = args.fuse or 0
+        fuse = fusion_setting(args.fuse or 0, "--fuse")
         source = {"brickwork": {"qubits": args.qubits, "gate_size": gate_size, "depth": depth, "seed": args.seed}}
         if rate is not None:
             source["brickwork"].update(measure_rate=rate, measurements=circuit.n_clbits)
-    if fuse < 0:
-        raise CircuitError(f"--fuse must be >= 0, got {fuse}")
-    if fuse:
-        import circuits
+    return circuit, source, fuse
 
-        circuit = circuits.fuse(circuit, fuse)
-        source["fused_to"] = {"max_qubits": fuse, "gates": len(circuit)}
-    return circuit, source
+
+def _fuse(circuit, source, fuse, backend, on_gpu: bool):
+    """The circuit fused as --fuse says, for `backend` on this device; the report goes to source."""
+    if not fuse:
+        return circuit
+    fused, source["fusion"] = fuse_for_backend(circuit, fuse, backend, on_gpu)
+    return fused
 
 
 def _run(args) -> int:
     _check_run_combination(args)
-    circuit, source = _build_circuit(args)
+    circuit, source, fuse = _build_circuit(args)
     progress = False if args.no_progress else None
+    name, options = _run_backend(args)
     if args.gpus > 1:
+        circuit = _fuse(circuit, source, fuse, gemm_backend.get(name, **options), on_gpu=True)
         return _run_distributed(args, circuit, source, progress)
     trajectories = _trajectory_count(args, circuit)
-    name, options = _run_backend(args)
     simulator = Simulator(name, args.device, progress=progress if trajectories is None else False, **options)
+    circuit = _fuse(circuit, source, fuse, simulator.backend, simulator.device.on_gpu)
     if trajectories is None:
         result = simulator.run(circuit)
         report = {"circuit": source, **result.to_dict()}
@@ -272,7 +276,7 @@ def _run_distributed(args, circuit, source, progress) -> int:
 def _compare(args) -> int:
     from .compare import compare_backends, format_table, parse_label, plot_accuracy_vs_time
 
-    circuit, source = _build_circuit(args)
+    circuit, source, fuse = _build_circuit(args)
     names = [name.strip() for name in args.backends.split(",") if name.strip()]
     if not names:
         raise CircuitError("--backends needs at least one backend name")
@@ -283,6 +287,10 @@ def _compare(args) -> int:
         flags = ", ".join(_OPTION_FLAGS.get(name, "--" + name.replace("_", "-")) for name in unused)
         raise SimulationError(f"no backend in --backends takes {flags} (see `qsim backends` for which backend "
                               "takes what)")
+    # every backend runs the same gates; automatic fusion follows the first backend's cost model
+    first_name, first_options = parse_label(names[0])
+    first = gemm_backend.get(first_name, **{**first_options, **per_backend[names[0]]})
+    circuit = _fuse(circuit, source, fuse, first, resolve_device(args.device).on_gpu)
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source
@@ -314,9 +322,10 @@ def _backends(args) -> int:
 def _summary(report: dict) -> str:
     gate_time = report["gate_time_s"]
     amp = report["amplitude_0"]
+    fusion = report.get("circuit", {}).get("fusion")
     lines = [
         f"qubits          {report['qubits']}",
-        f"gates           {report['gates']}",
+        f"gates           {report['gates']}" + (f" ({describe_fusion(fusion)})" if fusion else ""),
         f"backend         {report['backend']}",
         f"device          {report['device']}",
         f"total time      {report['total_time_s']:.4f} s",

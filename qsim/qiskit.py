@@ -24,10 +24,11 @@ from qiskit.result import Result as QiskitResult
 from qiskit.result.models import ExperimentResult, ExperimentResultData
 from qiskit.transpiler import Target
 
-from circuits.fusion import fuse
+from circuits import CircuitError
 from circuits.qiskit_import import from_qiskit_with_clbits
 
 from .errors import SimulationError
+from .fusion import AUTO, fuse_for_backend, fusion_setting
 from .sampling import sample_outcomes
 from .simulator import Simulator
 from .trajectory import run_trajectories
@@ -45,7 +46,9 @@ class QsimBackend(BackendV2):
         backend: GEMM backend registry name ("cublas", "int8-auto", "fp16x2", ...).
         backend_options: dict of that backend's keyword options.
         device: "auto", "cpu" or "gpu".
-        fusion_max_qubits: fuse gates into blocks of at most this many qubits; 0 turns fusion off.
+        fusion_max_qubits: fuse gates into blocks of at most this many qubits; 0 turns fusion off;
+            "auto" (the default) takes the size the backend's cost model says is fastest
+            (qsim.fusion). Each result's metadata["fusion"] says what was done.
         memory: also return each shot's outcome (hex strings, shot order).
         statevector: also return the final state (numpy complex128, Qiskit's qubit order); for a
             dynamic circuit, that of the last shot's trajectory.
@@ -60,7 +63,7 @@ class QsimBackend(BackendV2):
     @classmethod
     def _default_options(cls) -> Options:
         return Options(shots=1024, seed_simulator=None, backend="cublas", backend_options=None, device="auto",
-                       fusion_max_qubits=5, memory=False, statevector=False)
+                       fusion_max_qubits=AUTO, memory=False, statevector=False)
 
     def set_options(self, **fields) -> None:
         unknown = sorted(set(fields) - set(self._default_options().__dict__))
@@ -118,7 +121,10 @@ class QsimBackend(BackendV2):
 def _check_settings(settings: dict) -> None:
     """Refuse run options of the wrong type or range (a SimulationError naming the option)."""
     _check_int(settings["shots"], "shots", 1)
-    _check_int(settings["fusion_max_qubits"], "fusion_max_qubits", 0)
+    try:
+        fusion_setting(settings["fusion_max_qubits"], "fusion_max_qubits")
+    except CircuitError as exc:
+        raise SimulationError(str(exc)) from None
     if settings["seed_simulator"] is not None:
         _check_int(settings["seed_simulator"], "seed_simulator", 0)
         if settings["seed_simulator"] >= _SEED_LIMIT:
@@ -163,7 +169,8 @@ def _permissive_target() -> Target:
 
 def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed: int) -> ExperimentResult:
     circuit, clbits = from_qiskit_with_clbits(qc)
-    fused = fuse(circuit, settings["fusion_max_qubits"]) if settings["fusion_max_qubits"] else circuit
+    fused, fusion = fuse_for_backend(circuit, settings["fusion_max_qubits"], simulator.backend,
+                                     simulator.device.on_gpu)
     shots = int(settings["shots"])
     if circuit.is_dynamic:
         records, run = run_trajectories(simulator, fused, shots, seed, progress=False)
@@ -188,7 +195,7 @@ def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed:
     return ExperimentResult(
         shots=shots, success=True, data=ExperimentResultData(**data), header=header, status="DONE",
         seed_simulator=seed, time_taken=time_taken,
-        metadata={"gates": len(circuit), "fused_gates": len(fused), "backend": run.backend,
+        metadata={"gates": len(circuit), "fused_gates": len(fused), "fusion": fusion, "backend": run.backend,
                   "device": run.device, "backend_statistics": run.backend_statistics,
                   "trajectories": shots if circuit.is_dynamic else 0},
     )

@@ -3,6 +3,12 @@
     python scripts/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \\
         --backends cublas,int8-auto --json out.json [--custatevec-lib PATH]
     python scripts/bench_custatevec.py --qasm qft30.qasm --fuse 2 --backends cublas,int8-auto --json out.json
+    python scripts/bench_custatevec.py --qasm qft30.qasm --fuse 0 --save-circuit qft30.npz   # no GPU needed
+    python scripts/bench_custatevec.py --circuit qft30.npz --fuse 2 --backends cublas,int8-auto
+
+--save-circuit writes the gates that would run (after fusion, none with --fuse 0) and their source
+to an .npz and exits; --circuit runs such a file (fused further by --fuse K), so a machine without
+qiskit can benchmark an imported program.
 
 --qasm loads the program as `qsim run --qasm` does (circuits.from_qasm, then circuits.fuse to
 --fuse K qubits, K = 5 unless given); it must be unitary (no measure, reset or if), and the
@@ -25,6 +31,7 @@ A CUDA GPU is required.
 import argparse
 import ctypes
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -37,11 +44,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO_ROOT / "scripts"), str(REPO_ROOT)]
 import gemm_backend  # noqa: E402
 import circuits  # noqa: E402
-from circuits import CircuitError, Gate, Measure, brickwork  # noqa: E402
+from circuits import Circuit, CircuitError, Gate, Measure, brickwork  # noqa: E402
 from gemm_backend.arrays import cupy_module, gpu_available  # noqa: E402
 from qsim import SimulationError, Simulator  # noqa: E402
 from qsim.compare import parse_label  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
+from qsim.output import atomic_output, check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, print_table  # noqa: E402
 
 CUDA_C_64F = 5  # cudaDataType_t of complex128, for the state and the matrices
@@ -227,14 +234,47 @@ def run_backend(label, circuit, floor_s, reference, cp) -> tuple:
     return row, record
 
 
+def save_circuit(path, circuit, description) -> None:
+    """The circuit's gates (targets in their order, complex128 matrices) and its description, as
+    an .npz that load_circuit reads back; written whole or not at all."""
+    arrays = {"n_qubits": np.int64(circuit.n_qubits), "description": np.array(json.dumps(description))}
+    for i, gate in enumerate(circuit.gates):
+        arrays[f"targets_{i}"] = np.asarray(gate.targets, dtype=np.int64)
+        arrays[f"matrix_{i}"] = np.asarray(gate.matrix, dtype=np.complex128)
+    with atomic_output(path, binary=True) as handle:
+        np.savez(handle, **arrays)
+
+
+def load_circuit(path) -> tuple:
+    """(circuit, description) of a save_circuit file; CircuitError when it is missing or not one."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            count = sum(name.startswith("targets_") for name in data.files)
+            gates = [Gate(tuple(int(t) for t in data[f"targets_{i}"]), data[f"matrix_{i}"], name=f"g{i}")
+                     for i in range(count)]
+            saved = json.loads(str(data["description"]))
+            source = {key: saved[key] for key in ("qasm", "brickwork") if key in saved}
+            source["fused_when_saved"] = saved.get("fuse")
+            return Circuit(int(data["n_qubits"]), gates), {**source, "circuit_file": str(path)}
+    except (OSError, KeyError, ValueError) as exc:
+        raise CircuitError(f"--circuit {str(path)!r} is not a circuit written by --save-circuit: {exc}") from None
+
+
 def build_circuit(args) -> tuple:
     """(circuit, description) that the arguments ask for: the brickwork of --qubits, --gate-size,
-    --depth and --seed (BRICKWORK_DEFAULTS for those not given), or the --qasm program; fused to
-    --fuse K qubits when K is given, a program to DEFAULT_QASM_FUSION otherwise. Raises a one-line
-    CircuitError for a refused combination, K < 1, a program that does not load or is not unitary."""
-    if args.fuse is not None and args.fuse < 1:
-        raise CircuitError(f"--fuse must be >= 1, got {args.fuse} (leave it out to run a brickwork circuit unfused)")
-    if args.qasm is None:
+    --depth and --seed (BRICKWORK_DEFAULTS for those not given), the --qasm program, or the gates
+    of a --circuit file; fused to --fuse K qubits when K >= 1 is given (0: not fused), a program to
+    DEFAULT_QASM_FUSION otherwise. Raises a one-line CircuitError for a refused combination,
+    K < 0, a file or program that does not load, or a program that is not unitary."""
+    if args.fuse is not None and args.fuse < 0:
+        raise CircuitError(f"--fuse must be >= 0 (0: no fusion), got {args.fuse}")
+    if args.circuit is not None:
+        used = [flag for flag, value in (("--qasm", args.qasm), *(
+            (f"--{key.replace('_', '-')}", getattr(args, key)) for key in BRICKWORK_DEFAULTS)) if value is not None]
+        if used:
+            raise CircuitError(f"--circuit runs the saved gates; {', '.join(used)} cannot be used with it")
+        (circuit, source), fuse = load_circuit(args.circuit), args.fuse
+    elif args.qasm is None:
         shape = {key: default if getattr(args, key) is None else getattr(args, key)
                  for key, default in BRICKWORK_DEFAULTS.items()}
         circuit = brickwork(shape["qubits"], shape["gate_size"], shape["depth"], shape["seed"])
@@ -243,9 +283,9 @@ def build_circuit(args) -> tuple:
         circuit, source = load_qasm(args), {"qasm": args.qasm}
         fuse = DEFAULT_QASM_FUSION if args.fuse is None else args.fuse
     source["gates_before_fusion"] = len(circuit)
-    if fuse is not None:
+    if fuse:
         circuit = circuits.fuse(circuit, fuse)
-    return circuit, {**source, "fuse": fuse, **describe_gates(circuit)}
+    return circuit, {**source, "fuse": fuse or None, **describe_gates(circuit)}
 
 
 def load_qasm(args):
@@ -296,6 +336,9 @@ def circuit_line(description: dict) -> str:
         source = f"{description['qasm']} ({description['gates_before_fusion']} gates imported)"
     else:
         source = "brickwork " + ", ".join(f"{key} {value}" for key, value in description["brickwork"].items())
+    if "circuit_file" in description:
+        saved_fusion = description["fused_when_saved"]
+        source += f", saved {'unfused' if saved_fusion is None else f'fused to <= {saved_fusion}'} in {description['circuit_file']}"
     fused = "unfused" if description["fuse"] is None else f"fused to <= {description['fuse']} qubits"
     sizes = ", ".join(f"{size}q x{count}" for size, count in description["gate_sizes"].items())
     return (f"circuit: {source}, {fused}: {description['gates']} gates on {description['qubits']} qubits "
@@ -324,6 +367,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--depth", type=int, help=f"brickwork layers (default {brick['depth']})")
     parser.add_argument("--seed", type=int, help=f"brickwork seed (default {brick['seed']})")
     parser.add_argument("--qasm", metavar="PATH", help="benchmark this OpenQASM 2/3 program (unitary) instead")
+    parser.add_argument("--circuit", metavar="PATH", help="benchmark the gates saved by --save-circuit instead")
+    parser.add_argument("--save-circuit", metavar="PATH",
+                        help="write the circuit's (fused) gates to PATH (.npz) and exit, without a GPU")
     parser.add_argument("--fuse", type=int, metavar="K", help="fuse gates into blocks of at most K >= 1 qubits "
                         f"(default {DEFAULT_QASM_FUSION} with --qasm, unfused brickwork)")
     parser.add_argument("--backends", default="cublas,int8-auto", help="comma-separated labels name[@option=value...], e.g. cublas@dmma_min_qubits=7")
@@ -339,6 +385,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.json:
         check_output_path_or_exit(args.json, "--json", parser.prog)
+    if args.save_circuit:
+        check_output_path_or_exit(args.save_circuit, "--save-circuit", parser.prog)
     if args.device == "cpu":
         fail(parser.prog, "--device cpu is not supported: cuStateVec runs only on a CUDA GPU")
     labels = [b for b in args.backends.split(",") if b]
@@ -348,6 +396,10 @@ def main(argv=None) -> int:
         circuit, description = build_circuit(args)
     except (gemm_backend.BackendError, SimulationError, ValueError) as exc:
         fail(parser.prog, str(exc))
+    if args.save_circuit:
+        save_circuit(args.save_circuit, circuit, description)
+        print(f"{circuit_line(description)}\nwritten to {args.save_circuit}")
+        return 0
     if not gpu_available():
         fail(parser.prog, "no CUDA GPU is visible to cupy; this benchmark compares GPU engines and needs one")
     library, missing = find_custatevec_library(args.custatevec_lib)

@@ -16,7 +16,7 @@ import circuits
 from circuits import Circuit, Gate, haar_unitary
 from gemm_backend.arrays import gpu_available
 from qsim import Simulator
-from .dense import dense_operator
+from .dense import dense_operator, dense_state
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 SCRIPT = SCRIPTS / "bench_custatevec.py"
@@ -286,9 +286,35 @@ def test_brickwork_flags_are_refused_with_qasm(tmp_path, monkeypatch, capsys, ex
 
 
 @pytest.mark.parametrize("with_qasm", [True, False])
-def test_fuse_below_1_is_refused(tmp_path, monkeypatch, capsys, with_qasm):
+def test_fuse_below_0_is_refused(tmp_path, monkeypatch, capsys, with_qasm):
     source = ["--qasm", _qasm_file(tmp_path)] if with_qasm else ["--qubits", "4", "--gate-size", "2"]
-    assert "--fuse must be >= 1, got 0" in _refused(monkeypatch, capsys, [*source, "--fuse", "0"])
+    assert "--fuse must be >= 0 (0: no fusion), got -1" in _refused(monkeypatch, capsys, [*source, "--fuse", "-1"])
+
+
+def test_a_saved_circuit_runs_the_same_gates_and_fuses_like_the_program(tmp_path, capsys):
+    saved = tmp_path / "program.npz"
+    assert bench.main(["--qasm", _qasm_file(tmp_path), "--fuse", "0", "--save-circuit", str(saved)]) == 0
+    assert f"written to {saved}" in capsys.readouterr().out
+    unfused, described = _built(["--circuit", str(saved)])
+    original, _ = _built(["--qasm", _qasm_file(tmp_path), "--fuse", "0"])
+    assert [g.targets for g in unfused.gates] == [g.targets for g in original.gates]
+    assert all(np.array_equal(a.matrix, b.matrix) for a, b in zip(unfused.gates, original.gates))
+    assert described["fuse"] is None and described["fused_when_saved"] is None
+    fused, described = _built(["--circuit", str(saved), "--fuse", "2"])
+    by_qasm, _ = _built(["--qasm", _qasm_file(tmp_path), "--fuse", "2"])
+    assert len(fused.gates) == len(by_qasm.gates) and described["fuse"] == 2
+    np.testing.assert_allclose(dense_state(fused), dense_state(original), atol=1e-12)
+    assert f"saved unfused in {saved}" in bench.circuit_line(described)
+
+
+def test_a_circuit_file_refuses_program_flags_and_bad_files(tmp_path, monkeypatch, capsys):
+    saved = tmp_path / "program.npz"
+    bench.main(["--qasm", _qasm_file(tmp_path), "--save-circuit", str(saved)])
+    refused = _refused(monkeypatch, capsys, ["--circuit", str(saved), "--qubits", "4"])
+    assert "--circuit runs the saved gates; --qubits cannot be used with it" in refused
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    assert "is not a circuit written by --save-circuit" in _refused(monkeypatch, capsys, ["--circuit", str(junk)])
 
 
 def test_a_missing_qasm_file_is_refused(tmp_path, monkeypatch, capsys):

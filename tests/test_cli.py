@@ -177,7 +177,7 @@ SMALL_RUN = ["run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--devi
     (["--workspace-gib", "inf"], "--workspace-gib must be a finite positive number of GiB, got inf"),
     (["--workspace-gib", "0"], "--workspace-gib must be a finite positive number of GiB, got 0.0"),
     (["--workspace-gib", "1e-12"], "--workspace-gib must be a finite positive number of GiB, got 1e-12"),
-    (["--fuse", "-1"], "--fuse must be >= 0, got -1"),
+    (["--fuse", "-1"], "--fuse must be 'auto' or a block size >= 0 (0 turns fusion off), got -1"),
     (["--measure-rate", "nan"], "--measure-rate must be between 0 and 1, got nan"),
     (["--measure-rate", "-0.5"], "--measure-rate must be between 0 and 1"),
     (["--trajectories", "-2"], "argument --trajectories: must be >= 1, got -2"),
@@ -269,6 +269,9 @@ def test_qasm_run_with_fusion_and_shots(tmp_path, fuse, gates):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["gates"] == gates and report["circuit"]["gates_imported"] == 5
+    fusion = report["circuit"].get("fusion")
+    assert (fusion is None) if fuse == "0" else fusion["chosen_by"] == ("cost model" if fuse is None else "given")
+    assert fuse == "0" or (fusion["gates"] == gates and f"-> {gates} gates" in proc.stdout)
     assert set(report["counts"]) == {"00000", "11111"} and sum(report["counts"].values()) == 4000
     assert abs(report["counts"]["11111"] - 2000) < 4 * 32  # binomial, 4 sigma
     assert report["amplitude_0"]["re"] == pytest.approx(2**-0.5, abs=1e-15)

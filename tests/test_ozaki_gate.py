@@ -6,7 +6,8 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki_gate import FUSED_DIMS, embedded_gate_rows, fragment_index, plan_launch, tiles
+from gemm_backend.ozaki_gate import (FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, packing_qubits,
+                                    plan_launch, tiles)
 from gemm_backend.ozaki_plan import plan_products
 
 from .conftest import requires_gpu
@@ -109,6 +110,67 @@ def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per
     x_gpu = cp.asarray(x)
     apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
     assert same_bits(x_gpu.get(), expected)
+
+
+def test_small_gates_launch_packed_in_the_sixteen_kernel():
+    for k in (4, 8):
+        launch = plan_launch(k, plan_products(7, 2 * k))
+        assert (launch.k, launch.group) == (PACKED_K, k) and launch.name.startswith(f"ozaki_gate<16, {k}, ")
+        alone = plan_launch(k, plan_products(7, 2 * k), packed=False)
+        assert (alone.k, alone.group) == (k, k)
+    assert (plan_launch(2, plan_products(7, 4)).k, plan_launch(32, plan_products(7, 64)).group) == (2, 32)
+    # the lowest free qubits after the lowest one (that one walks the lanes)
+    assert packing_qubits((0, 5), 1 << 8, 4) == (2, 3) and packing_qubits((3, 7), 1 << 8, 4) == (1, 2)
+    assert packing_qubits((0, 1), 1 << 3, 4) is None  # one free qubit
+    assert packing_qubits((1, 2), 3 * 8, 2) is None  # an (L = 3, 4, 2) view: qubit 0 is its only free one
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("n_tiles, blocks_per_sm", [(2, 2), (1, 2), (4, 1)])
+@pytest.mark.parametrize("targets", [None, (0, 4, 6), (1, 7, 8), (5, 10, 11), (2, 11, 12)])
+def test_packed_kernel_gives_the_bits_of_the_gate_alone(d, n_tiles, blocks_per_sm, targets, rng):
+    """Columns of very different size (zero, subnormal, at the exponent threshold) side by side in
+    one packed kernel column keep their own exponents: the bits of the CPU path of the small gate,
+    in place or out, on contiguous and scattered targets, the top qubit among them."""
+    import cupy as cp
+
+    from gemm_backend.ozaki_gate import apply_fused_gate
+    from gemm_backend.target_layout import view_layout
+
+    k = 1 << d
+    plan = plan_products(7, 2 * k)
+    launch = plan_launch(k, plan, n_tiles=n_tiles, blocks_per_sm=blocks_per_sm)
+    u = haar_unitary(k, rng)
+    x = _state(rng, (64, k, 16), special=True)
+    x *= 2.0 ** rng.integers(-40, 40, size=(64, 1, 16))  # every column its own scale
+    targets = targets[:d] if targets else None
+    flat = x.reshape(-1)
+    if targets is None:
+        expected = np.empty_like(x)
+        gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
+    else:
+        expected = flat.copy()
+        _cpu_scattered(u, expected, targets, plan)
+    x_gpu, out_gpu = cp.asarray(x), cp.empty(x.shape, cp.complex128)
+    view_or_flat = (lambda a: a) if targets is None else (lambda a: a.reshape(-1))
+    apply_fused_gate(cp.asarray(u), view_or_flat(x_gpu), view_or_flat(out_gpu), plan, launch, targets=targets)
+    apply_fused_gate(cp.asarray(u), view_or_flat(x_gpu), view_or_flat(x_gpu), plan, launch, targets=targets)
+    assert same_bits(out_gpu.get().reshape(-1), expected.reshape(-1))
+    assert same_bits(x_gpu.get().reshape(-1), expected.reshape(-1))
+
+
+def _cpu_scattered(u, state, targets, plan):
+    """The CPU tiles on the columns at `targets` (the transposed copy's arithmetic), in place."""
+    n = state.size.bit_length() - 1
+    axes = [n - 1 - t for t in reversed(targets)]
+    others = [a for a in range(n) if a not in axes]
+    tensor = state.reshape((2,) * n).transpose(others + axes).reshape(-1, 1 << len(targets), 1)
+    product = np.empty_like(tensor)
+    gemm_backend.get("int8-7")._apply_tiles(u, np.ascontiguousarray(tensor), product, plan, 1 << 26)
+    moved = product.reshape((2,) * n)
+    state[:] = moved.transpose(np.argsort(others + axes)).reshape(-1)
 
 
 @pytest.mark.gpu

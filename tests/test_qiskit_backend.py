@@ -160,7 +160,7 @@ def test_bad_runs_give_clear_errors(backend):
         backend.run(qc, statevector=1)
     with pytest.raises(SimulationError, match="shots must be an integer >= 1, got 0"):
         QsimBackend(shots=0)
-    with pytest.raises(SimulationError, match="fusion_max_qubits must be an integer >= 0, got 2.5"):
+    with pytest.raises(SimulationError, match="fusion_max_qubits must be .auto. or a block size >= 0 .0 turns fusion off., got 2.5"):
         backend.set_options(fusion_max_qubits=2.5)
     assert backend.options.fusion_max_qubits != 2.5  # the refused value was not stored
     with pytest.raises(BackendError, match="unknown backend"):

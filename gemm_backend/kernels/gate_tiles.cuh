@@ -14,8 +14,9 @@
 #pragma once
 
 // Where the K amplitudes of column c sit in the flat state. Gate index bit i is state-index bit
-// target[i], target[0] < ... < target[D - 1], packed six bits each (least significant first) in
-// one 64-bit kernel argument; the bits of c fill the other positions in order (a bit deposit).
+// target[i], packed six bits each (least significant first) in one 64-bit kernel argument, in any
+// order (a packed INT8 launch puts its extra qubits on the top gate bits, wherever they sit in
+// the state); the bits of c fill the other positions in order (a bit deposit).
 // A contiguous (L, K, R) view is the special case targets log2 R .. log2 R + D - 1: column
 // l R + r starts at l K R + r and amplitude a lies a R after it.
 // Both maps act on each bit alone, so they are additive over parts with disjoint bits:
@@ -24,16 +25,41 @@
 template <int K> struct TargetLayout {
     static constexpr int D = K >= 64 ? 6 : K >= 32 ? 5 : K >= 16 ? 4 : K >= 8 ? 3 : K >= 4 ? 2 : 1;
     static_assert(K == 1 << D, "K must be a power of two in 2..64");
-    unsigned long long packed;
+    unsigned long long packed;     // target[i] in gate order
+    unsigned long long ascending;  // the same fields sorted, for the deposit
 
-    __device__ __forceinline__ explicit TargetLayout(unsigned long long packed_targets) : packed(packed_targets) {}
-    __device__ __forceinline__ long long bit(int i) const { return 1LL << ((packed >> (6 * i)) & 63u); }
+    __device__ __forceinline__ explicit TargetLayout(unsigned long long packed_targets)
+        : packed(packed_targets), ascending(sorted_fields(packed_targets))
+    {
+    }
+    __device__ __forceinline__ static unsigned long long sorted_fields(unsigned long long fields)
+    {
+        int t[D];
+#pragma unroll
+        for (int i = 0; i < D; ++i) t[i] = (int)((fields >> (6 * i)) & 63u);
+#pragma unroll
+        for (int pass = 0; pass < D; ++pass)  // a sorting network: every index is known at compile time
+#pragma unroll
+            for (int i = 0; i + 1 < D; ++i) {
+                const int low = min(t[i], t[i + 1]), high = max(t[i], t[i + 1]);
+                t[i] = low;
+                t[i + 1] = high;
+            }
+        unsigned long long sorted = 0;
+#pragma unroll
+        for (int i = 0; i < D; ++i) sorted |= (unsigned long long)t[i] << (6 * i);
+        return sorted;
+    }
+    __device__ __forceinline__ static long long field_bit(unsigned long long fields, int i)
+    {
+        return 1LL << ((fields >> (6 * i)) & 63u);
+    }
     // Offset of column c's amplitude 0: a zero inserted at every target bit, lowest first (the
-    // bits of c at and above target[i] move up by one: c + (c & -2^target[i])).
+    // bits of c at and above the target move up by one: c + (c & -2^target)).
     __device__ __forceinline__ long long column(long long c) const
     {
 #pragma unroll
-        for (int i = 0; i < D; ++i) c += c & -bit(i);
+        for (int i = 0; i < D; ++i) c += c & -field_bit(ascending, i);
         return c;
     }
     // Offset of amplitude a (< K) from its column's amplitude 0.
@@ -42,7 +68,7 @@ template <int K> struct TargetLayout {
         long long offset = 0;
 #pragma unroll
         for (int i = 0; i < D; ++i)
-            if ((a >> i) & 1) offset += bit(i);
+            if ((a >> i) & 1) offset += field_bit(packed, i);
         return offset;
     }
 };

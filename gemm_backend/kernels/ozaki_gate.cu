@@ -3,7 +3,8 @@
 // once and written once (gemm_backend/ozaki_gate.py). The arithmetic
 // is the specification of gemm_backend/ozaki_split.py and ozaki_plan.py, with A = the state
 // columns (SX digits, b = 8) and B = the gate (SG digits, precomputed in mma fragment order):
-//   column exponent e   (row rule of ozaki_split.py over the column's 2K reals)
+//   column exponent e   (row rule of ozaki_split.py over the column's 2K reals; in a packed
+//                        kernel, GROUP < K, over each of its K / GROUP small columns)
 //   X = rint(x 2^(8 SX - e)), balanced base-256 digits = bytes of (X + 0x80..80) xor 0x80
 //   D_t = sum_{p + q = t} (digits_p . gate_q)    exact int32 (mma.sync m16n8k32 s8 x s8 -> s32)
 //   chunks of diagonals combined exactly in int32, acc += V * 2^(-8 t_top), out = acc * 2^(e + f)
@@ -117,13 +118,19 @@ template <unsigned long long CHUNK_TOPS> __device__ constexpr int chunk_bottom_o
     return below >= 2 ? below + 1 : 2;
 }
 
-template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NT, bool PREFETCH, int MIN_BLOCKS>
+template <int K, int GROUP, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NT, bool PREFETCH,
+          int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
 ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long long targets, const uint4 *__restrict__ gate,
            const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
 {
     using Shape = GateShape<K>;
     constexpr int KT = Shape::KT, MT = Shape::MT, SLOTS = Shape::SLOTS, COLUMNS = 8 * NT;
+    // GROUP < K: a packed kernel column holds K / GROUP columns of a GROUP x GROUP gate (the gate
+    // passed in is I (x) U), each with its own exponent, so the bits are those of the small gate;
+    // a group is GROUP / 4 whole slots of a quad
+    constexpr int GROUPS = K / GROUP, GROUP_SLOTS = GROUPS == 1 ? SLOTS : GROUP / 4;
+    static_assert(GROUP == K || (GROUP >= 4 && GROUP < K), "a packed group is whole slots");
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
     extern __shared__ uint4 shared[];
     uint4 *gate_shared = shared;  // [SG][MT][KT][32]
@@ -144,45 +151,54 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
                                           [&](long long tile, long long tile_base, double2 (&v)[NT][SLOTS]) {
         // column exponents (a quad holds one column) from the high words of |x|, then the digits,
         // transposed into mma B fragments
-        int exponent[NT];
+        int exponent[NT][GROUPS];
         unsigned digits[SX][KT][2][NT];
-        unsigned need_exact = 0;
+        unsigned need_exact = 0;  // bit GROUPS nt + q
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-            unsigned high = 0;
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-            for (int j = 0; j < SLOTS; ++j)
-                high = max(high, max((unsigned)__double2hiint(v[nt][j].x) & 0x7fffffffu,
-                                     (unsigned)__double2hiint(v[nt][j].y) & 0x7fffffffu));
-            high = max(high, __shfl_xor_sync(0xffffffffu, high, 1));
-            high = max(high, __shfl_xor_sync(0xffffffffu, high, 2));
-            exponent[nt] = high >= 0x7ff00000u ? BAD_COLUMN : exponent_from_high_word(high);
-            need_exact |= (high < 0x00100000u) << nt;  // zero or subnormal maximum: frexp below
-        }
+            for (int q = 0; q < GROUPS; ++q) {
+                unsigned high = 0;
+#pragma unroll
+                for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
+                    high = max(high, max((unsigned)__double2hiint(v[nt][j].x) & 0x7fffffffu,
+                                         (unsigned)__double2hiint(v[nt][j].y) & 0x7fffffffu));
+                high = max(high, __shfl_xor_sync(0xffffffffu, high, 1));
+                high = max(high, __shfl_xor_sync(0xffffffffu, high, 2));
+                exponent[nt][q] = high >= 0x7ff00000u ? BAD_COLUMN : exponent_from_high_word(high);
+                need_exact |= (high < 0x00100000u) << (GROUPS * nt + q);  // zero or subnormal maximum: frexp below
+            }
         if (__any_sync(0xffffffffu, need_exact)) {
 #pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-                double max_abs = 0.0;
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-                for (int j = 0; j < SLOTS; ++j) max_abs = fmax(max_abs, fmax(fabs(v[nt][j].x), fabs(v[nt][j].y)));
-                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
-                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
-                if ((need_exact >> nt) & 1u) exponent[nt] = exponent_of_max(max_abs);
-            }
+                for (int q = 0; q < GROUPS; ++q) {
+                    double max_abs = 0.0;
+#pragma unroll
+                    for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
+                        max_abs = fmax(max_abs, fmax(fabs(v[nt][j].x), fabs(v[nt][j].y)));
+                    max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
+                    max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+                    if ((need_exact >> (GROUPS * nt + q)) & 1u) exponent[nt][q] = exponent_of_max(max_abs);
+                }
         }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-            // y = x 2^(8 SX - e), in place: one multiplication unless 2^shift is not a double
-            const bool bad = exponent[nt] == BAD_COLUMN;
-            const int shift = bad ? 0 : 8 * SX - exponent[nt];
-            if (bad || power_of_two_fits(shift)) {
-                const double scale = bad ? 0.0 : two_to(shift);
 #pragma unroll
-                for (int j = 0; j < SLOTS; ++j) v[nt][j] = make_double2(v[nt][j].x * scale, v[nt][j].y * scale);
-            } else {
+            for (int q = 0; q < GROUPS; ++q) {
+                // y = x 2^(8 SX - e), in place: one multiplication unless 2^shift is not a double
+                const bool bad = exponent[nt][q] == BAD_COLUMN;
+                const int shift = bad ? 0 : 8 * SX - exponent[nt][q];
+                if (bad || power_of_two_fits(shift)) {
+                    const double scale = bad ? 0.0 : two_to(shift);
 #pragma unroll
-                for (int j = 0; j < SLOTS; ++j)
-                    v[nt][j] = make_double2(ldexp_slow(v[nt][j].x, shift), ldexp_slow(v[nt][j].y, shift));
+                    for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
+                        v[nt][j] = make_double2(v[nt][j].x * scale, v[nt][j].y * scale);
+                } else {
+#pragma unroll
+                    for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
+                        v[nt][j] = make_double2(ldexp_slow(v[nt][j].x, shift), ldexp_slow(v[nt][j].y, shift));
+                }
             }
 #pragma unroll
             for (int kt = 0; kt < KT; ++kt)
@@ -213,13 +229,15 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
         }
 
         // the exponents of this lane's store columns 4 half + t of each n-tile, and which exist
-        int store_exponent[NT][2];
+        int store_exponent[NT][2][GROUPS];
         unsigned store_ok = 0;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-                store_exponent[nt][half] = __shfl_sync(0xffffffffu, exponent[nt], 4 * (2 * t + half));
+#pragma unroll
+                for (int q = 0; q < GROUPS; ++q)
+                    store_exponent[nt][half][q] = __shfl_sync(0xffffffffu, exponent[nt][q], 4 * (2 * t + half));
                 store_ok |= (tile * COLUMNS + nt * 8 + 4 * half + t < n_columns) << (2 * nt + half);
             }
 
@@ -279,11 +297,15 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
                     if (amplitude >= K || !((store_ok >> (2 * nt + half)) & 1u)) continue;
-                    if (store_exponent[nt][half] == BAD_COLUMN) {
+                    int column_exponent = store_exponent[nt][half][0];
+#pragma unroll
+                    for (int q = 1; q < GROUPS; ++q)  // the group of output amplitude 8 mt + g, by selects
+                        if (amplitude / GROUP == q) column_exponent = store_exponent[nt][half][q];
+                    if (column_exponent == BAD_COLUMN) {
                         found_bad = 1;
                         continue;
                     }
-                    const int k = store_exponent[nt][half] + gate_exponent;
+                    const int k = column_exponent + gate_exponent;
                     const double2 value = make_double2(scale_by(acc[nt][half], k), scale_by(acc[nt][2 + half], k));
                     __stcs(amplitude_start + tables.column[nt * 8 + 4 * half + t], value);
                 }
