@@ -15,7 +15,7 @@ from .arrays import array_module, cupy_module
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module, shared_limit
 from .ozaki_split import row_exponents, split_rows
-from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets
+from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (at
@@ -176,27 +176,14 @@ def build_kernel(launch: Launch) -> None:
     _kernel(launch.name)
 
 
-def packing_qubits(targets, n_amplitudes: int, columns: int):
-    """The qubits whose values tell apart the `columns` (a power of two) small columns of one
-    packed kernel column: the lowest non-target qubits after the lowest one (that one is kept for
-    the lanes, which keeps loads coalesced), or None when the state (n_amplitudes, an (L, K, R)
-    view's L K R included) has too few whole qubits."""
-    needed = columns.bit_length() - 1
-    whole_qubits = (n_amplitudes & -n_amplitudes).bit_length() - 1
-    free = [q for q in range(whole_qubits) if q not in targets]
-    return tuple(free[1:1 + needed]) if len(free) > needed else None
-
-
 def _packed(u, targets, n_amplitudes: int, plan, launch: Launch) -> tuple:
     """(I (x) U, the targets then the packing qubits, launch) for a packed launch (the packing
     qubits are the kernel's top gate bits, so each small column is whole slots), or (u, targets,
     the gate's own launch) where the state has too few qubits."""
-    columns = launch.k // launch.group
-    packing = packing_qubits(targets, n_amplitudes, columns)
-    if packing is None:
+    packed = packed_gate(u, targets, n_amplitudes, launch.k)
+    if packed is None:
         return u, targets, plan_launch(launch.group, plan, packed=False)
-    cp = cupy_module()
-    return cp.kron(cp.eye(columns, dtype=cp.complex128), u), tuple(targets) + packing, launch
+    return (*packed, launch)
 
 
 def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=None) -> None:

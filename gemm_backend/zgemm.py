@@ -7,7 +7,11 @@ from .errors import BackendError
 from .gate_cost import NATIVE_GPU_PASSES, measured_passes
 from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
-from .target_layout import run_length
+from .target_layout import packed_gate, run_length
+
+PACKED_GATE_DIMS = (4, 8)  # gate sizes that may run packed in the DMMA kernel for K = PACKED_DMMA_K
+PACKED_DMMA_K = 16
+PACKED_BELOW_QUBIT = 5  # ... when two targets lie below this qubit (small_gate.py's loads use part of a sector)
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
 
@@ -80,18 +84,35 @@ class ZgemmBackend(GemmBackend):
 
     def apply_scattered(self, u, state, targets) -> bool:
         """The DMMA kernel where apply_batched would take it at stride 2^targets[0], else the
-        CUDA-core kernel (one thread per column, any stride)."""
+        CUDA-core kernel (one thread per column, any stride); 2- and 3-qubit gates with two
+        targets below PACKED_BELOW_QUBIT run packed in the DMMA kernel for K = PACKED_DMMA_K
+        (I (x) U over 4 or 2 columns), where the CUDA-core kernel's loads use part of each sector
+        (measured on the H100: targets (0, 2) 1.07x the floor packed, 1.21x not)."""
         k = u.shape[0]
         if not self.takes_scattered(k, is_gpu_array(state)):
             return False
         self._count(state.size // k, k, k)
-        if self._uses_dmma(k, run_length(targets), True) or k not in SUPPORTED_DIMS or k > self.small_gate_max_dim:
+        packed = self._packed_for_dmma(u, state, targets)
+        if packed is not None:
+            packed_u, packed_targets = packed
+            apply_native_gate(packed_u, state, state, packed_targets)
+            self.last_call_info = {"kernel": "dmma", "packed_columns": PACKED_DMMA_K // k}
+        elif self._uses_dmma(k, run_length(targets), True) or k not in SUPPORTED_DIMS or k > self.small_gate_max_dim:
             apply_native_gate(u, state, state, targets, fragments=self._fragments_of(u))
             self.last_call_info = {"kernel": "dmma"}
         else:
             apply_small_gate(u, state, state, targets)
             self.last_call_info = {"kernel": "small_gate"}
         return True
+
+    def _packed_for_dmma(self, u, state, targets):
+        """(I (x) u, targets and packing qubits) where a small gate with low targets should run
+        packed in the DMMA kernel, else None."""
+        k = u.shape[0]
+        low_targets = sum(t < PACKED_BELOW_QUBIT for t in targets)
+        if k not in PACKED_GATE_DIMS or low_targets < 2 or not self._uses_dmma(PACKED_DMMA_K, 1, True):
+            return None
+        return packed_gate(u, targets, state.size, PACKED_DMMA_K)
 
     def apply_batched(self, u, x, out):
         n_left, k, n_right = x.shape

@@ -6,9 +6,9 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki_gate import (FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, packing_qubits,
-                                    plan_launch, tiles)
+from gemm_backend.ozaki_gate import FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, plan_launch, tiles
 from gemm_backend.ozaki_plan import plan_products
+from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
 from .helpers import crandn, same_bits

@@ -9,7 +9,8 @@ import pytest
 import gemm_backend
 from circuits import Circuit, Gate, haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.target_layout import check_layout, contiguous_targets, pack_targets, run_length
+from gemm_backend.target_layout import (check_layout, contiguous_targets, pack_targets, packed_gate, packing_qubits,
+                                        run_length)
 from qsim import Simulator
 from qsim.apply import SCATTERED, TRANSPOSED, apply_plan, plan_gate
 
@@ -58,11 +59,32 @@ def test_packed_targets_six_bits_each():
     assert pack_targets((0, 5, 33)) == 0 | 5 << 6 | 33 << 12
 
 
-@pytest.mark.parametrize("targets, message", [((1, 0), "ascending"), ((0, 0), "ascending"), ((0, 12), "below 11"),
+@pytest.mark.parametrize("targets, message", [((0, 0), "distinct"), ((-1, 3), "distinct"), ((0, 12), "below 11"),
                                               ((0,), "needs 2 targets")])
 def test_bad_layouts_are_refused(targets, message):
     with pytest.raises(BackendError, match=message):
         check_layout(np.zeros(1 << 11, complex), 4, targets)
+
+
+def test_targets_in_gate_order_are_a_layout():
+    """Gate index bit i is state bit targets[i] in whatever order they come (packed launches put
+    their extra qubits last)."""
+    assert check_layout(np.zeros(1 << 11, complex), 4, (7, 2)) == (7, 2)
+
+
+@pytest.mark.parametrize("targets, n_amplitudes, columns, expected", [
+    ((0, 5), 1 << 8, 4, (2, 3)), ((3, 7), 1 << 8, 4, (1, 2)), ((0, 1, 2), 1 << 8, 2, (4,)),
+    ((0, 1), 1 << 3, 4, None), ((1, 2), 3 * 8, 2, None)])
+def test_packing_takes_the_low_free_qubits_after_the_lanes_one(targets, n_amplitudes, columns, expected):
+    assert packing_qubits(targets, n_amplitudes, columns) == expected
+
+
+def test_a_packed_gate_is_the_small_gate_on_every_column(rng):
+    """I (x) U on targets + packing qubits is the same operator as U on the targets."""
+    u = haar_unitary(4, rng)
+    big, targets = packed_gate(u, (6, 1), 1 << 8, 16)
+    assert targets == (6, 1, 2, 3)
+    np.testing.assert_array_equal(dense_operator(8, targets, big), dense_operator(8, (6, 1), u))
 
 
 def test_a_state_that_is_not_flat_is_refused():
@@ -146,6 +168,37 @@ def test_gpu_native_kernels_on_scattered_targets(targets, kernel, rng):
     assert np.abs(got - expected).max() < 1e-13 * np.abs(expected).max() * k
     if kernel == "dmma" or k <= 8:  # the contiguous path of the transposed copy runs the same kernel
         assert same_bits(got, _transposed(backend, u, psi, targets, cp))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("targets, packed", [((0, 2), True), ((1, 3), True), ((10, 0), False), ((1, 2, 9), True),
+                                             ((10, 5, 0), False), ((0, 2, 4), True), ((4, 6, 8), False)])
+def test_gpu_small_gates_with_low_targets_run_packed_in_the_dmma_kernel(targets, packed, rng):
+    """Two targets below qubit 5: packed (the same operator); otherwise the CUDA-core kernel."""
+    k = 1 << len(targets)
+    u, psi = haar_unitary(k, rng), crandn(rng, 1 << N_QUBITS)
+    got, layout, info = _gpu_scattered(gemm_backend.get("cublas"), u, psi, targets)
+    assert layout == SCATTERED
+    assert info == ({"kernel": "dmma", "packed_columns": 16 // k} if packed else {"kernel": "small_gate"})
+    expected = dense_operator(N_QUBITS, targets, u) @ psi
+    assert np.abs(got - expected).max() < 1e-13 * np.abs(expected).max() * k
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_kernels_take_targets_in_gate_order(rng):
+    """apply_native_gate / apply_fused_gate with unsorted targets: gate bit i at targets[i]."""
+    import cupy as cp
+
+    from gemm_backend.native_gate import apply_native_gate
+
+    targets, u = (9, 0, 4), haar_unitary(8, rng)
+    psi = crandn(rng, 1 << N_QUBITS)
+    state = cp.asarray(psi)
+    apply_native_gate(cp.asarray(u), state, state, targets)
+    expected = dense_operator(N_QUBITS, targets, u) @ psi
+    assert np.abs(state.get() - expected).max() < 1e-13 * np.abs(expected).max() * 8
 
 
 @pytest.mark.gpu
