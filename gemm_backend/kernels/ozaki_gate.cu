@@ -229,15 +229,15 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
         }
 
         // the exponents of this lane's store columns 4 half + t of each n-tile, and which exist
-        int store_exponent[NT][2][GROUPS];
+        // (a packed kernel fetches them per m-tile instead: only the groups of its 8 amplitudes)
+        int store_exponent[NT][2];
         unsigned store_ok = 0;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
-#pragma unroll
-                for (int q = 0; q < GROUPS; ++q)
-                    store_exponent[nt][half][q] = __shfl_sync(0xffffffffu, exponent[nt][q], 4 * (2 * t + half));
+                if constexpr (GROUPS == 1)
+                    store_exponent[nt][half] = __shfl_sync(0xffffffffu, exponent[nt][0], 4 * (2 * t + half));
                 store_ok |= (tile * COLUMNS + nt * 8 + 4 * half + t < n_columns) << (2 * nt + half);
             }
 
@@ -291,16 +291,32 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
             // column 2 t + half, which is state column 4 half + t of the n-tile
             const int amplitude = 8 * mt + g;
             const int gate_exponent = exponents_shared[amplitude < K ? amplitude : 0];
+            if constexpr (GROUPS > 1) {
+                // amplitudes 8 mt .. 8 mt + 7 lie in groups 8 mt / GROUP + c, c < CANDIDATES; the
+                // column's quad sends each candidate, this lane keeps its amplitude's
+                constexpr int CANDIDATES = GROUP >= 8 ? 1 : 8 / GROUP;
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                    for (int c = 0; c < CANDIDATES; ++c) {
+                        int sent = exponent[nt][0];
+#pragma unroll
+                        for (int q = 1; q < GROUPS; ++q)
+                            if (q == 8 * mt / GROUP + c) sent = exponent[nt][q];
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const int received = __shfl_sync(0xffffffffu, sent, 4 * (2 * t + half));
+                            if (c == (g % 8) / GROUP) store_exponent[nt][half] = received;
+                        }
+                    }
+            }
             double2 *amplitude_start = out + tile_base + tables.amplitude[amplitude < K ? amplitude : 0];
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
                     if (amplitude >= K || !((store_ok >> (2 * nt + half)) & 1u)) continue;
-                    int column_exponent = store_exponent[nt][half][0];
-#pragma unroll
-                    for (int q = 1; q < GROUPS; ++q)  // the group of output amplitude 8 mt + g, by selects
-                        if (amplitude / GROUP == q) column_exponent = store_exponent[nt][half][q];
+                    const int column_exponent = store_exponent[nt][half];
                     if (column_exponent == BAD_COLUMN) {
                         found_bad = 1;
                         continue;
