@@ -114,7 +114,7 @@ def _kernel(name: str):
 def apply_native_gate(u, x, out, targets=None, launch: NativeLaunch = None, fragments=None) -> None:
     """Every column of x times u, written to out (out may be x). u: (K, K) complex128 cupy, K in
     DMMA_DIMS. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views with R a
-    power of two (out[l] = u @ x[l]); with targets (ascending bit positions), flat states of 2^n
+    power of two (out[l] = u @ x[l]); with targets (gate index bit i at bit targets[i]), flat states of 2^n
     amplitudes whose columns sit at those bits (target_layout.py). fragments: gate_fragments(u),
     when made beforehand."""
     cp = cupy_module()

@@ -18,10 +18,10 @@ from .ozaki_split import row_exponents, split_rows
 from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
-# Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (at
-# the qubits just above the top target) form one kernel column under the gate I (x) U, each with
-# its own exponent, so every bit is the small gate's while the mma k-tiles are used whole (a 4 x 4
-# gate alone fills a quarter of them).
+# Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told
+# apart by a few free qubits, target_layout.packing_qubits) form one kernel column under the gate
+# I (x) U, each with its own exponent, so every bit is the small gate's while the mma k-tiles are
+# used whole (a 4 x 4 gate alone fills a quarter of them).
 PACKED_K = 16
 PACKED_GATE_DIMS = (4, 8)
 MAX_STATE_DIGITS = 16
@@ -188,9 +188,10 @@ def _packed(u, targets, n_amplitudes: int, plan, launch: Launch) -> tuple:
 
 def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=None) -> None:
     """Every column of x times U by the fused kernel, written to out (out may be x). u: (K, K)
-    complex128 cupy; `launch` may be a packed one (plan_launch), with the same bits. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
-    with R a power of two (out[l] = U @ x[l]); with targets (ascending bit positions), flat states
-    of 2^n amplitudes whose columns sit at those bits (target_layout.py). A column holding NaN or
+    complex128 cupy; `launch` may be a packed one (plan_launch: same bits). Without targets, x and
+    out are C-contiguous (L, K, R) complex128 cupy views with R a power of two (out[l] = U @ x[l]);
+    with targets (gate index bit i at bit targets[i]), flat states of 2^n amplitudes whose columns
+    sit at those bits (target_layout.py). A column holding NaN or
     Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
     int32 flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()

@@ -40,7 +40,7 @@ def _module():
 def apply_small_gate(u, x, out, targets=None) -> None:
     """Every column of x times u, written to out (out may be x). u: (K, K) complex128 cupy, K in
     SUPPORTED_DIMS. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views
-    with R a power of two (out[l] = u @ x[l]); with targets (ascending bit positions), flat states
+    with R a power of two (out[l] = u @ x[l]); with targets (gate index bit i at bit targets[i]), flat states
     of 2^n amplitudes whose columns sit at those bits (target_layout.py)."""
     cp = cupy_module()
     k = u.shape[0]
