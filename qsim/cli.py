@@ -1,6 +1,7 @@
 """Command line: `qsim run`, `qsim compare`, `qsim backends`."""
 import argparse
 import math
+import os
 import sys
 
 import gemm_backend
@@ -34,6 +35,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("qsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of standard output left (`qsim backends --json - | head -1`): nothing to report;
+        # standard output goes to /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _check_outputs(args) -> None:
@@ -226,7 +232,7 @@ def _run(args) -> int:
 
         measured = list(circuit.measured) or list(range(circuit.n_qubits))
         report["counts"] = sample_counts(result.state, measured, args.shots, args.seed)
-    print(_summary(report))
+    print(_summary(report), file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -264,7 +270,7 @@ def _run_distributed(args, circuit, source, progress) -> int:
     request = RunRequest(circuit, source, name, args.device, options, args.reference, args.shots, args.seed,
                          progress)
     report = run_distributed(request, args.gpus, timeout_s=args.timeout)
-    print(_summary(report))
+    print(_summary(report), file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -286,10 +292,10 @@ def _compare(args) -> int:
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source
-    print(format_table(report))
+    print(format_table(report), file=_text_stream(args))
     if args.plot is not None:
         plot_accuracy_vs_time(report, args.plot)
-        print(f"plot written to {args.plot}")
+        print(f"plot written to {args.plot}", file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -305,12 +311,19 @@ def _backends(args) -> int:
     width = max(len(r["name"]) for r in rows)
     for row in rows:
         options = ", ".join(f"{k}={v}" for k, v in row["options"].items())
-        print(f"{row['name']:<{width}}  {'/'.join(row['devices']):<7}  {row['description']}  [{options}]")
+        print(f"{row['name']:<{width}}  {'/'.join(row['devices']):<7}  {row['description']}  [{options}]",
+              file=_text_stream(args))
     _write_json(args.json, {"backends": rows})
     return 0
 
 
 # -- output ---------------------------------------------------------------------------------
+def _text_stream(args):
+    """Where the text for people goes: standard error when `--json -` takes standard output, which
+    then holds the JSON document alone (pipeable to jq or json.load)."""
+    return sys.stderr if args.json == STDOUT else sys.stdout
+
+
 def _summary(report: dict) -> str:
     gate_time = report["gate_time_s"]
     amp = report["amplitude_0"]
