@@ -10,7 +10,7 @@ from circuits import CircuitError, brickwork, monitored_brickwork
 from .errors import SimulationError
 from .output import STDOUT, check_output_path, write_json
 from .result import splits_summary
-from .simulator import Simulator
+from .simulator import BYTES_PER_AMPLITUDE, Simulator
 
 EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
 DEFAULT_DEPTH = 10
@@ -203,13 +203,23 @@ def _build_circuit(args):
 
 def _run(args) -> int:
     _check_run_combination(args)
-    circuit, source = _build_circuit(args)
     progress = False if args.no_progress else None
     if args.gpus > 1:
+        circuit, source = _build_circuit(args)
         return _run_distributed(args, circuit, source, progress)
-    trajectories = _trajectory_count(args, circuit)
     name, options = _run_backend(args)
-    simulator = Simulator(name, args.device, progress=progress if trajectories is None else False, **options)
+    simulator = Simulator(name, args.device, progress=progress, **options)  # a bad backend or device: now
+    if args.qubits is not None and args.qasm is None:
+        simulator.check_fits(args.qubits)  # before the brickwork's gates are drawn
+    circuit, source = _build_circuit(args)
+    trajectories = _trajectory_count(args, circuit)
+    if trajectories is not None:
+        simulator.options.progress = False  # run_trajectories shows one bar over the trajectories
+    if args.reference:
+        from .reference import check_reference_fits
+
+        # The reference runs after the main run, beside its final state: refused now, not after it.
+        check_reference_fits(circuit, simulator.device, held_bytes=BYTES_PER_AMPLITUDE << circuit.n_qubits)
     if trajectories is None:
         result = simulator.run(circuit)
         report = {"circuit": source, **result.to_dict()}

@@ -45,6 +45,8 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
     _check_backend_names(backends, backend_options)
     runs = [_backend_run(label, backend_options) for label in backends]  # all checked before the first run
     device = resolve_device(device) if isinstance(device, str) else device
+    for label, name, options in runs:  # every run's memory plan, before the reference's long run
+        Simulator(backend=name, device=device.kind, progress=False, **options).memory_plan(circuit)
     start = time.perf_counter()
     ref_hi, ref_lo = reference_state(circuit, device, progress)
     reference = {"time_s": time.perf_counter() - start, "bytes": REFERENCE_BYTES_PER_AMPLITUDE << circuit.n_qubits}

@@ -74,15 +74,7 @@ class Simulator:
         workspace = self.backend.reserved_workspace_bytes() + (measurement_workspace_bytes(circuit.n_qubits)
                                                                if circuit.is_dynamic else 0)
         base = state_bytes + copy_bytes + workspace
-        budget = int(self.device.free_bytes() * self.options.memory_fraction)
-        if base > budget:
-            raise SimulationError(
-                f"{circuit.n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
-                f"(state {state_bytes / GIB:.2f} GiB"
-                f"{f' + {copy_bytes / GIB:.2f} GiB transposed copy for non-contiguous gates' if transposes else ''}"
-                f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
-                "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
-            )
+        budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
         wants_spare = any(
             p.contiguous and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
         )
@@ -96,6 +88,27 @@ class Simulator:
         spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
         return {"state_bytes": state_bytes, "spare_buffer": spare, "planned_bytes": base + spare * state_bytes,
                 "available_bytes": budget, "plans": plans}
+
+    def check_fits(self, n_qubits: int) -> None:
+        """Raise SimulationError when even a circuit of n_qubits without transposed gates would not
+        fit (the state and the backend's workspace): a check before a large circuit is built."""
+        self._require_memory(n_qubits, 0, self.backend.reserved_workspace_bytes())
+
+    def _require_memory(self, n_qubits: int, copy_bytes: int, workspace: int) -> int:
+        """The byte budget of a run; SimulationError when the state, the transposed copy and the
+        workspace exceed it."""
+        state_bytes = BYTES_PER_AMPLITUDE << n_qubits
+        base = state_bytes + copy_bytes + workspace
+        budget = int(self.device.free_bytes() * self.options.memory_fraction)
+        if base > budget:
+            raise SimulationError(
+                f"{n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
+                f"(state {state_bytes / GIB:.2f} GiB"
+                f"{f' + {copy_bytes / GIB:.2f} GiB transposed copy for non-contiguous gates' if copy_bytes else ''}"
+                f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
+                "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
+            )
+        return budget
 
     # -- run ------------------------------------------------------------------------------
     def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
