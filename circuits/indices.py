@@ -45,7 +45,7 @@ def qubit_count(value, what: str) -> int:
     CircuitError naming `what` otherwise, before anything of that size is built."""
     count = integer(value, what)
     if count < 1:
-        raise CircuitError(f"{what} must be >= 1 (at least 1 qubit), got {count}")
+        raise CircuitError(f"{what} must be >= 1, got {count} (a circuit needs at least 1 qubit)")
     if count > MAX_QUBITS:
         raise CircuitError(f"{what} is {count}, above the {MAX_QUBITS} qubits a state vector of 2^N amplitudes "
                            "can be indexed with (64-bit indices); use fewer qubits")

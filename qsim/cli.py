@@ -6,6 +6,7 @@ import sys
 
 import gemm_backend
 from circuits import CircuitError, brickwork, monitored_brickwork
+from circuits.indices import qubit_count
 
 from .errors import SimulationError
 from .output import STDOUT, check_output_path, write_json
@@ -16,8 +17,6 @@ EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, Fil
 DEFAULT_DEPTH = 10
 DEFAULT_GATE_SIZE = 5
 DEFAULT_IMPORT_FUSION = 5
-#: Backend options whose command-line flag is not "--" + the option with '-' for '_'.
-_OPTION_FLAGS = {"workspace_bytes": "--workspace-gib"}
 
 
 def main(argv=None) -> int:
@@ -111,15 +110,29 @@ def _circuit_arguments(parser):
 
 
 def _backend_option_arguments(parser):
-    group = parser.add_argument_group("backend options (only for the backends that take them)")
-    group.add_argument("--target-error", type=float, metavar="X",
-                       help="int8-auto: error target relative to ||a_i|| ||b_j|| per entry (default: FP64 GEMM's "
-                       "bound gamma_n)")
-    group.add_argument("--rho", type=float,
-                       help="int8-auto: use the seed paper's rule instead, average mantissa bits lost <= rho")
-    group.add_argument("--block", type=int, help="fp16x2: summation block size along k (0 = unblocked)")
-    group.add_argument("--accumulate", choices=["fp32", "fp64"], help="fp16x2: precision of the block sums")
-    group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default: 1; int8-auto and int8-crt-<m>: three quarters of the free GPU memory at call time)")
+    """One flag per option of gemm_backend.OPTION_SPECS that has one (the registry's table)."""
+    group = parser.add_argument_group(
+        "backend options (each goes to the backends that take it, see `qsim backends`; one that none of the "
+        "chosen backends takes is refused)")
+    for option, spec in _flagged_options():
+        group.add_argument(spec.flag, type=float if spec.flag_unit != 1 else _flag_type(spec), metavar="VALUE",
+                           help=f"{', '.join(gemm_backend.backends_taking(option))}: {spec.help}")
+
+
+def _flagged_options() -> list:
+    return [(option, spec) for option, spec in gemm_backend.OPTION_SPECS.items() if spec.flag]
+
+
+def _flag_type(spec):
+    """An argparse type reading a flag's text as the table does for labels."""
+    def parse(text):
+        try:
+            return spec.read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"must be {exc}, got {text!r}") from None
+
+    parse.__name__ = spec.flag
+    return parse
 
 
 def _int_at_least(minimum: int):
@@ -139,9 +152,12 @@ _positive_int = _int_at_least(1)
 
 # -- commands -------------------------------------------------------------------------------
 def _backend_options(args) -> dict:
-    workspace = None if args.workspace_gib is None else _workspace_bytes(args.workspace_gib)
-    return {"rho": args.rho, "target_error": args.target_error, "block": args.block, "accumulate": args.accumulate,
-            "workspace_bytes": workspace}
+    """{option: value} of the backend option flags given (None for those left out)."""
+    options = {}
+    for option, spec in _flagged_options():
+        value = getattr(args, spec.flag[2:].replace("-", "_"))
+        options[option] = value if value is None or spec.flag_unit == 1 else _scaled(spec, value)
+    return options
 
 
 def _run_backend(args) -> tuple:
@@ -158,11 +174,11 @@ def _run_backend(args) -> tuple:
     return name, {**options, **label_options}
 
 
-def _workspace_bytes(gib: float) -> int:
-    """--workspace-gib in bytes; at least one byte, finite."""
-    if not (math.isfinite(gib) and gib * (1 << 30) >= 1):
-        raise SimulationError(f"--workspace-gib must be a finite positive number of GiB, got {gib}")
-    return int(gib * (1 << 30))
+def _scaled(spec, value: float) -> int:
+    """A flag given in units of spec.flag_unit (--workspace-gib: GiB) as the option's integer; one at least."""
+    if not (math.isfinite(value) and value * spec.flag_unit >= 1):
+        raise SimulationError(f"{spec.flag} must be a finite positive number of {spec.flag_unit_name}, got {value}")
+    return int(value * spec.flag_unit)
 
 
 def _build_circuit(args):
@@ -210,7 +226,7 @@ def _run(args) -> int:
     name, options = _run_backend(args)
     simulator = Simulator(name, args.device, progress=progress, **options)  # a bad backend or device: now
     if args.qubits is not None and args.qasm is None:
-        simulator.check_fits(args.qubits)  # before the brickwork's gates are drawn
+        simulator.check_fits(qubit_count(args.qubits, "--qubits"))  # before the brickwork's gates are drawn
     circuit, source = _build_circuit(args)
     trajectories = _trajectory_count(args, circuit)
     if trajectories is not None:
@@ -296,9 +312,15 @@ def _compare(args) -> int:
     per_backend = {label: _options_for(parse_label(label)[0], options) for label in names}
     unused = sorted(set(options) - {k for taken in per_backend.values() for k in taken})
     if unused:
-        flags = ", ".join(_OPTION_FLAGS.get(name, "--" + name.replace("_", "-")) for name in unused)
+        flags = ", ".join(gemm_backend.OPTION_SPECS[name].flag for name in unused)
         raise SimulationError(f"no backend in --backends takes {flags} (see `qsim backends` for which backend "
                               "takes what)")
+    for option in options:  # said, not silently dropped: which backends run without a global option
+        skipped = [label for label in names if option not in per_backend[label]]
+        if skipped:
+            print(f"note: {gemm_backend.OPTION_SPECS[option].flag} applies to {', '.join(sorted(set(names) - set(skipped)))}"
+                  f" only ({', '.join(skipped)} take{'s' if len(skipped) == 1 else ''} no {option})",
+                  file=_text_stream(args))
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source

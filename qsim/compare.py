@@ -69,26 +69,18 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
 
 def parse_label(label: str) -> tuple:
     """(registry name, options) of a backend label "name" or "name@option=value[@option=value]",
-    e.g. "int8-auto@rho=0" or "int8-auto@target_error=1e-10"; values are numbers, True/False or text."""
+    e.g. "int8-auto@rho=0" or "int8-9@fused=false"; each value is read as the registry's table
+    says for that option (gemm_backend.parse_option: true/false or 1/0 for flags, numbers)."""
     name, *pairs = label.split("@")
     options = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
             raise SimulationError(f"backend label {label!r}: write options as name@option=value")
-        options[key] = _option_value(text)
+        if key in options:
+            raise SimulationError(f"backend label {label!r} gives option {key} twice; give it once")
+        options[key] = gemm_backend.parse_option(name, key, text)
     return name, options
-
-
-def _option_value(text: str):
-    if text in ("True", "False"):
-        return text == "True"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _backend_run(label: str, backend_options: dict) -> tuple:

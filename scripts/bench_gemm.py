@@ -84,9 +84,9 @@ def parse_args(argv=None):
 
 
 def parse_options(specs: list, backend_names: list) -> dict:
-    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values become int, float or
-    str). Without BACKEND an option goes to every backend that accepts it (rho: int8-auto, not
-    int8-<s>), and must suit at least one."""
+    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values read as the registry's
+    table says, gemm_backend.parse_option). Without BACKEND an option goes to every backend that
+    accepts it (rho: int8-auto, not int8-<s>), and must suit at least one."""
     options = {name: {} for name in backend_names}
     for spec in specs:
         target, _, assignment = spec.rpartition(":")
@@ -95,9 +95,10 @@ def parse_options(specs: list, backend_names: list) -> dict:
             raise SystemExit(f"--option {spec!r}: expected [BACKEND:]KEY=VALUE")
         if target and target not in options:
             raise SystemExit(f"--option {spec!r}: backend {target!r} is not in --backends")
-        value, rejections = _parse_value(text), []
+        rejections = []
         for name in [target] if target else backend_names:
             try:
+                value = gemm_backend.parse_option(name, key, text)
                 gemm_backend.get(name, **options[name], **{key: value})
             except gemm_backend.BackendError as exc:
                 rejections.append(str(exc))
@@ -106,15 +107,6 @@ def parse_options(specs: list, backend_names: list) -> dict:
         if len(rejections) == (1 if target else len(backend_names)):
             raise SystemExit(f"--option {spec!r}: " + "; ".join(rejections))
     return options
-
-
-def _parse_value(text: str):
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
 
 
 def shapes(args, device_kind: str) -> list:

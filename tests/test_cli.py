@@ -425,3 +425,14 @@ def test_ignored_or_bad_options_are_refused_before_any_simulation(tmp_path, monk
     assert cli.main([a.format(d=tmp_path) for a in argv] + ["--device", "cpu", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qsim: error:") and message in err and err.count("\n") == 1
+
+
+def test_compare_gives_a_global_option_to_the_backends_that_take_it_and_says_so(tmp_path):
+    path = tmp_path / "cmp.json"
+    proc = qsim("compare", "--qubits", "5", "--gate-size", "2", "--depth", "1", "--device", "cpu", "--no-progress",
+                "--backends", "int8-9,int8-auto,int8-9@fused=false", "--target-error", "1e-10", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: --target-error applies to int8-auto only (int8-9, int8-9@fused=false take no target_error)" in proc.stdout
+    options = {row["backend"]: row["backend_options"] for row in json.loads(path.read_text())["rows"]}
+    assert options["int8-auto"]["target_error"] == 1e-10 and "target_error" not in options["int8-9"]
+    assert options["int8-9@fused=false"]["fused"] is False and options["int8-9"]["fused"] is True
