@@ -40,6 +40,9 @@ class ZgemmBackend(GemmBackend):
                         "workspace_bytes": self.workspace_bytes}
         self._fragments = {}  # id(u) -> (u, its DMMA fragments), made by prepare()
 
+    def implementation(self, on_gpu: bool) -> str:
+        return "cuBLAS and gate kernels" if on_gpu else "numpy"
+
     def matmul(self, a, b):
         xp = array_module(a)
         a, b = as_complex(a), as_complex(b)

@@ -22,6 +22,12 @@ DEFAULT_IMPORT_FUSION = 5
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if getattr(args, "device", "auto") == "auto":  # `backends` lists the devices for auto too
+        from .device import unused_gpu_note
+
+        note = unused_gpu_note()
+        if note:
+            print(f"qsim: note: {note}", file=sys.stderr)
     try:
         _check_outputs(args)
         return args.handler(args)
@@ -362,11 +368,11 @@ def _summary(report: dict) -> str:
     lines = [
         f"qubits          {report['qubits']}",
         f"gates           {report['gates']}",
-        f"backend         {report['backend']}",
+        f"backend         {report['backend']}" + (f" ({report['implementation']})" if report.get("implementation") else ""),
         f"device          {report['device']}",
         f"total time      {report['total_time_s']:.4f} s",
         f"per gate        mean {gate_time['mean'] * 1e3:.3f} ms, median {gate_time['median'] * 1e3:.3f} ms",
-        f"throughput      {report['effective_tflops']:.3f} TFLOP/s (8 * 2^N * 2^d per gate)",
+        f"throughput      {_flop_rate(report['effective_tflops'] * 1e12)} (8 * 2^N * 2^d per gate)",
         f"peak memory     {report['peak_memory_bytes'] / (1 << 30):.3f} GiB ({report['memory_measure']})",
         f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
         f"norm            {report['norm']:.16f}",
@@ -403,6 +409,17 @@ def _summary(report: dict) -> str:
         top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
         lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))
     return "\n".join(lines)
+
+
+def _flop_rate(flops_per_s: float) -> str:
+    """Three significant digits in the unit that suits the value (a small CPU run is MFLOP/s, not
+    0.000 TFLOP/s)."""
+    if not flops_per_s > 0:
+        return "- (no timed gate)"
+    for scale, unit in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1e3, "kFLOP/s")):
+        if flops_per_s >= scale:
+            return f"{flops_per_s / scale:.3g} {unit}"
+    return f"{flops_per_s:.3g} FLOP/s"
 
 
 def _plans(per_gate: list) -> str:

@@ -122,6 +122,7 @@ def _row(name: str, result, accuracy: dict) -> dict:
     row = {
         "backend": name,
         "backend_options": dict(result.backend_options),
+        "implementation": result.implementation,
         "time_s": result.total_time_s,
         "gate_time_s": result.total_time_s / result.n_gates if result.n_gates else 0.0,
         "effective_tflops": result.tflops(),
@@ -138,7 +139,7 @@ def _row(name: str, result, accuracy: dict) -> dict:
 
 # -- presentation -------------------------------------------------------------------------
 _COLUMNS = (  # header, row -> text
-    ("backend", lambda r: r["backend"]),
+    ("backend", lambda r: f"{r['backend']} ({r['implementation']})" if r.get("implementation") else r["backend"]),
     ("time s", lambda r: f"{r['time_s']:.3g}"),
     ("gate ms", lambda r: f"{r['gate_time_s'] * 1e3:.3g}"),
     ("TFLOP/s", lambda r: f"{r['effective_tflops']:.3g}"),

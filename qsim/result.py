@@ -40,6 +40,7 @@ class Result:
     copy_bandwidth_Bps: float = None  # device copy bandwidth measured by the run (GPU), for the floor
     accuracy: dict = None  # filled in when a reference run was asked for
     trajectory: dict = None
+    implementation: str = None  # what did the work (GemmBackend.implementation), e.g. "numpy" for cublas on the CPU
 
     @property
     def total_time_s(self) -> float:
@@ -133,6 +134,7 @@ class Result:
             "qubits": self.n_qubits,
             "gates": self.n_gates,
             "backend": self.backend,
+            "implementation": self.implementation,
             "backend_options": self.backend_options,
             "device": self.device,
             "total_time_s": self.total_time_s,

@@ -156,6 +156,7 @@ class Simulator:
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
             prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
             trajectory=trajectory.record() if trajectory is not None else None,
+            implementation=self.backend.implementation(self.device.on_gpu),
         )
 
     def _progress_disabled(self):

@@ -19,7 +19,7 @@ def test_run_prints_summary_and_writes_json(tmp_path):
     proc = qsim("run", "--qubits", "10", "--gate-size", "3", "--depth", "3", "--seed", "4",
                 "--device", "cpu", "--json", str(path))
     assert proc.returncode == 0, proc.stderr
-    for label in ("qubits", "gates", "backend", "device", "total time", "per gate", "TFLOP/s", "peak memory",
+    for label in ("qubits", "gates", "backend", "device", "total time", "per gate", "FLOP/s", "peak memory",
                   "<0...0|psi>", "norm"):
         assert label in proc.stdout
     report = json.loads(path.read_text())
@@ -38,7 +38,7 @@ def test_run_backend_takes_options_in_its_label(capsys):
                      "--backend", "int8-auto@target_error=1e-10@large_gates=ozaki1", "--json", "-"])
     captured = capsys.readouterr()
     report = json.loads(captured.out)  # the whole of stdout: the summary went to stderr
-    assert code == 0 and report["backend"] == "int8-auto" and "TFLOP/s" in captured.err
+    assert code == 0 and report["backend"] == "int8-auto" and "FLOP/s" in captured.err
     assert report["backend_options"]["target_error"] == 1e-10 and report["backend_options"]["large_gates"] == "ozaki1"
 
 
