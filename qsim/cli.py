@@ -182,7 +182,7 @@ def _run_backend(args) -> tuple:
 
 def _scaled(spec, value: float) -> int:
     """A flag given in units of spec.flag_unit (--workspace-gib: GiB) as the option's integer; one at least."""
-    if not (math.isfinite(value) and value * spec.flag_unit >= 1):
+    if not (math.isfinite(value * spec.flag_unit) and value * spec.flag_unit >= 1):  # 1e300 GiB overflows too
         raise SimulationError(f"{spec.flag} must be a finite positive number of {spec.flag_unit_name}, got {value}")
     return int(value * spec.flag_unit)
 
