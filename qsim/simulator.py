@@ -131,7 +131,7 @@ class Simulator:
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
         self.backend.start_run()
         try:
-            for gate, gate_plan, u in zip(circuit.gates, plan["plans"], matrices):
+            for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices)):
                 if trajectory is not None and trajectory.handles(gate, state):
                     bar.update(1)
                     continue
@@ -139,7 +139,14 @@ class Simulator:
                 product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
                 scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
                 timer.start()
-                state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
+                try:
+                    state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
+                except MemoryError as exc:  # cupy's OutOfMemoryError is one too
+                    raise SimulationError(
+                        f"out of {self.device.kind} memory at operation {position} of {len(circuit.gates)} "
+                        f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
+                        "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
+                        "workspace_bytes") from exc
                 timer.stop()
                 memory.sample()
                 gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets), layout=layout))
