@@ -1,12 +1,13 @@
 """Brickwork circuits of Haar-random d-qubit gates (design brief section 2), and monitored
 brickwork circuits: the same gates with random single-qubit measurements after every layer."""
 import numbers
+import os
 
 import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
-from .indices import integer
+from .indices import integer, qubit_count
 from .operations import Measure
 
 #: monitored_brickwork draws which qubits to measure from np.random.default_rng([seed, this]), a
@@ -34,13 +35,26 @@ def brickwork_layer_targets(n_qubits: int, gate_size: int, layer: int) -> list:
     return [tuple(range(offset + j * gate_size, offset + (j + 1) * gate_size)) for j in range(count)]
 
 
+def _check_gate_memory(count: int, gate_size: int) -> None:
+    """Refuse, before drawing any, gates whose dense matrices (16 bytes x 4^d each) together exceed
+    the machine's physical memory: numpy would fail part way with a size or memory error."""
+    needed = count * (16 << (2 * gate_size))
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # no sysconf names here: numpy's own error then
+        return
+    if needed > physical:
+        raise CircuitError(f"{count} Haar gates of {gate_size} qubits are dense 2^{gate_size} x 2^{gate_size} "
+                           f"matrices, {needed / (1 << 30):.3g} GiB together, more than this machine's "
+                           f"{physical / (1 << 30):.3g} GiB of memory; use a smaller --gate-size")
+
+
 def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circuit:
     """A depth-`depth` brickwork of independent Haar-random `gate_size`-qubit gates, ordered layer
     by layer then by position; the same seed gives the same gates."""
     n_qubits, gate_size, depth, seed = (integer(value, name) for value, name in (
         (n_qubits, "--qubits"), (gate_size, "--gate-size"), (depth, "--depth"), (seed, "--seed")))
-    if n_qubits < 1:
-        raise CircuitError(f"--qubits must be >= 1, got {n_qubits}")
+    qubit_count(n_qubits, "--qubits")
     if gate_size < 1:
         raise CircuitError(f"--gate-size must be >= 1, got {gate_size}")
     if gate_size > n_qubits:
@@ -49,6 +63,8 @@ def brickwork(n_qubits: int, gate_size: int, depth: int, seed: int = 0) -> Circu
         raise CircuitError(f"--depth must be >= 1, got {depth}")
     if seed < 0:
         raise CircuitError(f"--seed must be >= 0, got {seed}")
+    even, odd = (len(brickwork_layer_targets(n_qubits, gate_size, layer)) for layer in (0, 1))
+    _check_gate_memory(even * ((depth + 1) // 2) + odd * (depth // 2), gate_size)  # without a loop over depth
     rng = np.random.default_rng(seed)
     dim = 1 << gate_size
     gates = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import CircuitError
-from .indices import distinct_indices, integer
+from .indices import distinct_indices, integer, qubit_count
 from .operations import Condition, Measure, Reset, checked_condition
 
 UNITARITY_TOLERANCE = 1e-10
@@ -83,9 +83,7 @@ class Circuit:
     clbit_registers: tuple = field(default=())
 
     def __post_init__(self):
-        n_qubits = integer(self.n_qubits, "a circuit's n_qubits")
-        if n_qubits < 1:
-            raise CircuitError(f"a circuit needs at least 1 qubit, got {n_qubits}")
+        n_qubits = qubit_count(self.n_qubits, "a circuit's n_qubits")
         n_clbits = integer(self.n_clbits, "a circuit's n_clbits")
         if n_clbits < 0:
             raise CircuitError(f"a circuit's n_clbits must be >= 0, got {n_clbits}")

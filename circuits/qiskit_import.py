@@ -32,6 +32,7 @@ import numpy as np
 
 from .errors import CircuitError, one_line
 from .gate import Circuit, Gate
+from .indices import qubit_count
 from .operations import ClbitTest, Condition, Measure, Reset
 from .qasm3_import import load_qasm3
 
@@ -63,6 +64,7 @@ def from_qiskit_with_clbits(qc) -> tuple:
         raise CircuitError(f"from_qiskit takes a qiskit QuantumCircuit, got {type(qc).__name__}")
     if qc.num_qubits < 1:
         raise CircuitError("the Qiskit circuit has no qubits; add a QuantumRegister")
+    qubit_count(qc.num_qubits, "the Qiskit circuit's number of qubits")  # before converting its gates
     walk = _Walk(global_phase=_bound_phase(qc.global_phase, "the circuit's global phase"))
     walk.block(qc, list(range(qc.num_qubits)), list(range(qc.num_clbits)), None, "")
     classical = {"n_clbits": qc.num_clbits, "clbit_registers": _register_layout(qc)}

@@ -2,6 +2,7 @@
 double-double. Backends know nothing of qubits; see `GemmBackend`."""
 from .base import GemmBackend
 from .errors import BackendError
-from .registry import accepted_options, available, get, names
+from .registry import OPTION_SPECS, accepted_options, available, backends_taking, get, names, parse_option
 
-__all__ = ["GemmBackend", "BackendError", "accepted_options", "available", "get", "names"]
+__all__ = ["GemmBackend", "BackendError", "OPTION_SPECS", "accepted_options", "available", "backends_taking", "get",
+           "names", "parse_option"]

@@ -159,6 +159,11 @@ class GemmBackend:
         """Cumulative counters since construction or the last reset."""
         return {"calls": self.calls, "flops": self.flops}
 
+    def implementation(self, on_gpu: bool) -> str:
+        """What does the work on this device, for reports beside the backend's name (the name stays
+        the key: "cublas" on the CPU is numpy)."""
+        return "CUDA" if on_gpu else "numpy"
+
     def describe(self) -> dict:
         return {"name": self.name, "options": dict(self.options)}
 

@@ -46,6 +46,9 @@ FLOAT64_SIGNIFICAND_BITS = 53
 # (inner size k, output size n): the k-side covers the slices and one scaled copy, the
 # n-side the diagonal product, the dd accumulator and the temporaries of a dd addition.
 _MATMUL_ROW_TEMPORARIES_K, _MATMUL_ROW_TEMPORARIES_N = 2, 10
+# Float64 copies of (the embedded) B that matmul_dd holds beside B's slices while it cuts them:
+# the embedded B, the fraction being cut and |B| (or the embedding's concatenation temporaries).
+_MATMUL_B_COPIES = 3
 
 # apply_batched_dd on the CPU works on blocks of about this many amplitudes, small enough for
 # the ~130 full-block temporaries of one inner step to stay in cache.
@@ -175,6 +178,20 @@ def matmul_dd_bytes_per_row(k: int, n: int, is_complex: bool = True) -> int:
         k, n = 2 * k, 2 * n
     n_slices = slice_plan(k)[1] if k else 0
     return 8 * ((n_slices + _MATMUL_ROW_TEMPORARIES_K) * k + _MATMUL_ROW_TEMPORARIES_N * n)
+
+
+def matmul_dd_bytes(m: int, k: int, n: int, is_complex: bool = True,
+                    workspace_bytes: int = DEFAULT_WORKSPACE_BYTES) -> int:
+    """Peak bytes matmul_dd allocates for an (m, k) @ (k, n) beside its inputs: B's slices and the
+    copies cutting them takes (all of B at once, so a caller with a wide B that must fit a budget
+    calls matmul_dd on blocks of B's columns), the (hi, lo) outputs with their complex copies, and
+    the row blocks (at most workspace_bytes, but one row at least)."""
+    inner, width = (2 * k, 2 * n) if is_complex else (k, n)
+    n_slices = slice_plan(inner)[1] if inner else 0
+    b_side = 8 * (n_slices + _MATMUL_B_COPIES) * inner * width
+    outputs = 16 * m * width * (2 if is_complex else 1)
+    row = matmul_dd_bytes_per_row(k, n, is_complex)
+    return b_side + outputs + max(min(workspace_bytes, m * row), row)
 
 
 def _check_operands(a, b):

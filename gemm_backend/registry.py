@@ -15,30 +15,98 @@ INT8_SPLITS = range(3, 19)
 CRT_MODULI = range(8, 21)  # int8-crt-<m>: M = 2^64 .. 2^156, bound ~1e-8 .. 1e-21 (crt.error_bound)
 
 
+# -- options: how each is written as text, and its command-line flag ---------------------------
+def _read_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise ValueError("true or false (any case), or 1 or 0")
+
+
+def _read_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("an integer") from None
+
+
+def _read_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("a number") from None
+
+
+def _read_int_or_auto(text: str):
+    return "auto" if text == "auto" else _read_int(text)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One backend option. read: its value from text (name@option=value labels, scripts' --option),
+    raising ValueError naming what it expects; flag: its `qsim run` / `qsim compare` flag (None: only
+    in a label), whose value times flag_unit (named flag_unit_name) is the option's value."""
+
+    read: object
+    help: str
+    flag: str = None
+    flag_unit: int = 1
+    flag_unit_name: str = ""
+
+
+OPTION_SPECS = {
+    "target_error": OptionSpec(_read_float, "error target relative to ||a_i|| ||b_j|| per entry (default: FP64 "
+                               "GEMM's bound gamma_n)", "--target-error"),
+    "rho": OptionSpec(_read_float, "use the seed paper's rule instead: average mantissa bits lost <= rho", "--rho"),
+    "block": OptionSpec(_read_int_or_auto, "summation block size along k (0 = unblocked; default auto)", "--block"),
+    "accumulate": OptionSpec(str, "precision of the block sums: fp32 or fp64", "--accumulate"),
+    "workspace_bytes": OptionSpec(_read_int, "working memory a GEMM may take, in GiB for the flag and bytes in a label "
+                                  "(default: 1 GiB; int8-auto, int8-<s> and int8-crt-<m>: three quarters of the free "
+                                  "GPU memory at call time)",
+                                  "--workspace-gib", 1 << 30, "GiB"),
+    "fused": OptionSpec(_read_bool, "use the fused gate kernel on the GPU where it applies (default true)"),
+    "large_gates": OptionSpec(str, "scheme of gates above 6 qubits: auto, ozaki2 or ozaki1"),
+    "dmma_min_qubits": OptionSpec(_read_int, "gates from this size (up to 6) use the FP64 tensor-core kernel"),
+    "small_gate_max_qubits": OptionSpec(_read_int, "other gates up to this size use the CUDA-core register kernel"),
+}
+
+
+# -- backends -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BackendEntry:
+    """A backend name: its class, the options the name fixes, and the options it takes (OPTION_SPECS
+    keys; the registry refuses any other, and `qsim backends` lists exactly these)."""
+
     name: str
     module: str
     cls: str
     description: str
+    options: tuple
     fixed_options: dict = field(default_factory=dict)
-    excluded_options: tuple = ()  # options of the class that this name does not take
 
     def load(self):
         return getattr(importlib.import_module(self.module, __package__), self.cls)
 
 
+_WORKSPACE = ("workspace_bytes",)
 _ENTRIES = [
-    BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)"),
+    BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)",
+                 ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")),
     BackendEntry("int8-auto", ".ozaki", "OzakiBackend",
-                 "INT8 Ozaki scheme, splits chosen per GEMM from the data (option rho)",
-                 {"splits": "auto"}),
+                 "INT8 Ozaki scheme, digits chosen per GEMM for an error target (or the seed paper's rho)",
+                 ("target_error", "rho", "workspace_bytes", "fused", "large_gates"), {"splits": "auto"}),
     BackendEntry("fp16x2", ".multiword", "MultiwordFp16Backend",
-                 "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"),
-    BackendEntry("fp16", ".multiword", "SingleFp16Backend", "one fp16 word, FP32 accumulation (baseline)"),
-    BackendEntry("cgemm", ".cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline"),
-    BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)"),
+                 "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation",
+                 ("block", "accumulate", "workspace_bytes")),
+    BackendEntry("fp16", ".multiword", "SingleFp16Backend", "one fp16 word, FP32 accumulation (baseline)", _WORKSPACE),
+    BackendEntry("cgemm", ".cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline", _WORKSPACE),
+    BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)", _WORKSPACE),
 ]
+# int8-<s> takes neither target_error nor rho (its digits are fixed) nor large_gates (Ozaki-I is
+# the only scheme for fixed digits): the class refuses them, so the name does not list them.
+_INT8_FIXED_OPTIONS = ("workspace_bytes", "fused")
 _ALIASES = {"zgemm": "cublas"}
 # ASCII digits without a leading zero: "int8-09", "int8-9\n" or another script's digits are not int8-9.
 _INT8_FIXED = re.compile(r"int8-([1-9][0-9]*)")
@@ -65,14 +133,14 @@ def _entry(name: str) -> BackendEntry:
                 f"backend {name!r}: INT8 splits must be in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}"
             )
         return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
-                            {"splits": splits}, excluded_options=("rho",))
+                            _INT8_FIXED_OPTIONS, {"splits": splits})
     match = _INT8_CRT.fullmatch(name)
     if match:
         moduli = int(match.group(1))
         if moduli not in CRT_MODULI:
             raise BackendError(f"backend {name!r}: the number of moduli must be in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}")
         return BackendEntry(name, ".ozaki_crt", "OzakiCrtBackend",
-                            f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} moduli", {"moduli": moduli})
+                            f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} moduli", _WORKSPACE, {"moduli": moduli})
     raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
 
 
@@ -86,23 +154,44 @@ def names() -> list:
 
 def accepted_options(name: str) -> tuple:
     """The keyword options backend `name` takes (raises BackendError for an unknown name)."""
-    entry = _entry(name)
-    return tuple(o for o in entry.load().OPTIONS if o not in entry.excluded_options and o not in entry.fixed_options)
+    return _entry(name).options
+
+
+def backends_taking(option: str) -> list:
+    """Names (numbered families as patterns) of the backends that take `option`."""
+    families = [(pattern, _entry(pattern.replace(f"<{letter}>", str(span.start))))
+                for pattern, letter, span, _ in _PATTERNS]
+    return [name for name, entry in [(e.name, e) for e in _ENTRIES] + families if option in entry.options]
+
+
+def parse_option(name: str, option: str, text: str):
+    """The value of backend `name`'s option written as text (a label's name@option=value): true/false
+    in any case or 1/0 for a flag, numbers for numbers. BackendError for an option the backend does
+    not take or text that is not a value of the option's kind; the range is the backend's to check."""
+    _check_taken(name, _entry(name), [option])
+    try:
+        return OPTION_SPECS[option].read(text)
+    except ValueError as exc:
+        raise BackendError(f"backend {name!r}: option {option} must be {exc}, got {text!r}") from None
+
+
+def _check_taken(name: str, entry: BackendEntry, options) -> None:
+    unknown = sorted(set(options) - set(entry.options))
+    if unknown:
+        accepted = ", ".join(entry.options) or "none"
+        raise BackendError(f"backend {name!r} takes no option {', '.join(unknown)} (it takes: {accepted})")
 
 
 def get(name: str, **options):
     """A new backend instance. Raises BackendError for an unknown name or an option the
     backend does not take (options set to None are ignored)."""
     entry = _entry(name)
+    options = {k: v for k, v in options.items() if v is not None}
+    _check_taken(name, entry, options)
     try:
         cls = entry.load()
     except ImportError as exc:
         raise BackendError(f"backend {name!r} cannot load: {exc}") from exc
-    options = {k: v for k, v in options.items() if v is not None}
-    unknown = sorted(set(options) - set(cls.OPTIONS))
-    if unknown:
-        accepted = ", ".join(cls.OPTIONS) or "none"
-        raise BackendError(f"backend {name!r} takes no option {', '.join(unknown)} (it takes: {accepted})")
     backend = cls(**entry.fixed_options, **options)
     backend.name = entry.name
     return backend
@@ -119,8 +208,7 @@ def available() -> list:
             cls = entry.load()
         except ImportError:
             continue
-        options = [o for o in cls.OPTIONS if o not in entry.fixed_options and o not in entry.excluded_options]
         signature = inspect.signature(cls.__init__)
-        defaults = {o: signature.parameters[o].default for o in options if o in signature.parameters}
+        defaults = {o: signature.parameters[o].default for o in entry.options}
         rows.append({"name": name, "description": description, "devices": devices, "options": defaults})
     return rows

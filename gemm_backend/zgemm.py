@@ -2,7 +2,7 @@
 import numbers
 
 from .arrays import array_module, iter_column_chunks, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex
+from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
 from .errors import BackendError
 from .gate_cost import NATIVE_GPU_PASSES, measured_passes
 from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
@@ -45,8 +45,11 @@ class ZgemmBackend(GemmBackend):
                         "workspace_bytes": self.workspace_bytes}
         self._fragments = {}  # id(u) -> (u, its DMMA fragments), made by prepare()
 
+    def implementation(self, on_gpu: bool) -> str:
+        return "cuBLAS and gate kernels" if on_gpu else "numpy"
+
     def matmul(self, a, b):
-        xp = array_module(a)
+        xp, a, b = check_matmul_operands(a, b, "cublas matmul")  # shapes and dtypes named, as other backends do
         a, b = as_complex(a), as_complex(b)
         self._count(a.shape[0], a.shape[1], b.shape[1])
         self.last_call_info = {}

@@ -1,28 +1,34 @@
 """Command line: `qsim run`, `qsim compare`, `qsim backends`."""
 import argparse
 import math
+import os
 import sys
 
 import gemm_backend
 from circuits import CircuitError, brickwork, monitored_brickwork
+from circuits.indices import qubit_count
 
 from .errors import SimulationError
 from .output import STDOUT, check_output_path, write_json
 from .result import splits_summary
 from .device import resolve_device
 from .fusion import AUTO, describe_fusion, fuse_for_backend, fusion_setting
-from .simulator import Simulator
+from .simulator import BYTES_PER_AMPLITUDE, Simulator
 
 EXPECTED_ERRORS = (CircuitError, gemm_backend.BackendError, SimulationError, FileNotFoundError)
 DEFAULT_DEPTH = 10
 DEFAULT_GATE_SIZE = 5
-#: Backend options whose command-line flag is not "--" + the option with '-' for '_'.
-_OPTION_FLAGS = {"workspace_bytes": "--workspace-gib"}
 
 
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if getattr(args, "device", "auto") == "auto":  # `backends` lists the devices for auto too
+        from .device import unused_gpu_note
+
+        note = unused_gpu_note()
+        if note:
+            print(f"qsim: note: {note}", file=sys.stderr)
     try:
         _check_outputs(args)
         return args.handler(args)
@@ -35,6 +41,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("qsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of standard output left (`qsim backends --json - | head -1`): nothing to report;
+        # standard output goes to /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _check_outputs(args) -> None:
@@ -106,15 +117,29 @@ def _circuit_arguments(parser):
 
 
 def _backend_option_arguments(parser):
-    group = parser.add_argument_group("backend options (only for the backends that take them)")
-    group.add_argument("--target-error", type=float, metavar="X",
-                       help="int8-auto: error target relative to ||a_i|| ||b_j|| per entry (default: FP64 GEMM's "
-                       "bound gamma_n)")
-    group.add_argument("--rho", type=float,
-                       help="int8-auto: use the seed paper's rule instead, average mantissa bits lost <= rho")
-    group.add_argument("--block", type=int, help="fp16x2: summation block size along k (0 = unblocked)")
-    group.add_argument("--accumulate", choices=["fp32", "fp64"], help="fp16x2: precision of the block sums")
-    group.add_argument("--workspace-gib", type=float, help="backend working memory in GiB (default: 1; int8-auto and int8-crt-<m>: three quarters of the free GPU memory at call time)")
+    """One flag per option of gemm_backend.OPTION_SPECS that has one (the registry's table)."""
+    group = parser.add_argument_group(
+        "backend options (each goes to the backends that take it, see `qsim backends`; one that none of the "
+        "chosen backends takes is refused)")
+    for option, spec in _flagged_options():
+        group.add_argument(spec.flag, type=float if spec.flag_unit != 1 else _flag_type(spec), metavar="VALUE",
+                           help=f"{', '.join(gemm_backend.backends_taking(option))}: {spec.help}")
+
+
+def _flagged_options() -> list:
+    return [(option, spec) for option, spec in gemm_backend.OPTION_SPECS.items() if spec.flag]
+
+
+def _flag_type(spec):
+    """An argparse type reading a flag's text as the table does for labels."""
+    def parse(text):
+        try:
+            return spec.read(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"must be {exc}, got {text!r}") from None
+
+    parse.__name__ = spec.flag
+    return parse
 
 
 def _int_at_least(minimum: int):
@@ -134,9 +159,12 @@ _positive_int = _int_at_least(1)
 
 # -- commands -------------------------------------------------------------------------------
 def _backend_options(args) -> dict:
-    workspace = None if args.workspace_gib is None else _workspace_bytes(args.workspace_gib)
-    return {"rho": args.rho, "target_error": args.target_error, "block": args.block, "accumulate": args.accumulate,
-            "workspace_bytes": workspace}
+    """{option: value} of the backend option flags given (None for those left out)."""
+    options = {}
+    for option, spec in _flagged_options():
+        value = getattr(args, spec.flag[2:].replace("-", "_"))
+        options[option] = value if value is None or spec.flag_unit == 1 else _scaled(spec, value)
+    return options
 
 
 def _run_backend(args) -> tuple:
@@ -153,11 +181,11 @@ def _run_backend(args) -> tuple:
     return name, {**options, **label_options}
 
 
-def _workspace_bytes(gib: float) -> int:
-    """--workspace-gib in bytes; at least one byte, finite."""
-    if not (math.isfinite(gib) and gib * (1 << 30) >= 1):
-        raise SimulationError(f"--workspace-gib must be a finite positive number of GiB, got {gib}")
-    return int(gib * (1 << 30))
+def _scaled(spec, value: float) -> int:
+    """A flag given in units of spec.flag_unit (--workspace-gib: GiB) as the option's integer; one at least."""
+    if not (math.isfinite(value * spec.flag_unit) and value * spec.flag_unit >= 1):  # 1e300 GiB overflows too
+        raise SimulationError(f"{spec.flag} must be a finite positive number of {spec.flag_unit_name}, got {value}")
+    return int(value * spec.flag_unit)
 
 
 def _build_circuit(args):
@@ -199,15 +227,25 @@ def _fuse(circuit, source, fuse, backend, on_gpu: bool):
 
 def _run(args) -> int:
     _check_run_combination(args)
-    circuit, source, fuse = _build_circuit(args)
     progress = False if args.no_progress else None
     name, options = _run_backend(args)
     if args.gpus > 1:
+        circuit, source, fuse = _build_circuit(args)
         circuit = _fuse(circuit, source, fuse, gemm_backend.get(name, **options), on_gpu=True)
         return _run_distributed(args, circuit, source, progress)
-    trajectories = _trajectory_count(args, circuit)
-    simulator = Simulator(name, args.device, progress=progress if trajectories is None else False, **options)
+    simulator = Simulator(name, args.device, progress=progress, **options)  # a bad backend or device: now
+    if args.qubits is not None and args.qasm is None:
+        simulator.check_fits(qubit_count(args.qubits, "--qubits"))  # before the brickwork's gates are drawn
+    circuit, source, fuse = _build_circuit(args)
     circuit = _fuse(circuit, source, fuse, simulator.backend, simulator.device.on_gpu)
+    trajectories = _trajectory_count(args, circuit)
+    if trajectories is not None:
+        simulator.options.progress = False  # run_trajectories shows one bar over the trajectories
+    if args.reference:
+        from .reference import check_reference_fits
+
+        # The reference runs after the main run, beside its final state: refused now, not after it.
+        check_reference_fits(circuit, simulator.device, held_bytes=BYTES_PER_AMPLITUDE << circuit.n_qubits)
     if trajectories is None:
         result = simulator.run(circuit)
         report = {"circuit": source, **result.to_dict()}
@@ -230,7 +268,7 @@ def _run(args) -> int:
 
         measured = list(circuit.measured) or list(range(circuit.n_qubits))
         report["counts"] = sample_counts(result.state, measured, args.shots, args.seed)
-    print(_summary(report))
+    print(_summary(report), file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -268,7 +306,7 @@ def _run_distributed(args, circuit, source, progress) -> int:
     request = RunRequest(circuit, source, name, args.device, options, args.reference, args.shots, args.seed,
                          progress)
     report = run_distributed(request, args.gpus, timeout_s=args.timeout)
-    print(_summary(report))
+    print(_summary(report), file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -284,9 +322,15 @@ def _compare(args) -> int:
     per_backend = {label: _options_for(parse_label(label)[0], options) for label in names}
     unused = sorted(set(options) - {k for taken in per_backend.values() for k in taken})
     if unused:
-        flags = ", ".join(_OPTION_FLAGS.get(name, "--" + name.replace("_", "-")) for name in unused)
+        flags = ", ".join(gemm_backend.OPTION_SPECS[name].flag for name in unused)
         raise SimulationError(f"no backend in --backends takes {flags} (see `qsim backends` for which backend "
                               "takes what)")
+    for option in options:  # said, not silently dropped: which backends run without a global option
+        skipped = [label for label in names if option not in per_backend[label]]
+        if skipped:
+            print(f"note: {gemm_backend.OPTION_SPECS[option].flag} applies to {', '.join(sorted(set(names) - set(skipped)))}"
+                  f" only ({', '.join(skipped)} take{'s' if len(skipped) == 1 else ''} no {option})",
+                  file=_text_stream(args))
     # every backend runs the same gates; automatic fusion follows the first backend's cost model
     first_name, first_options = parse_label(names[0])
     first = gemm_backend.get(first_name, **{**first_options, **per_backend[names[0]]})
@@ -294,10 +338,10 @@ def _compare(args) -> int:
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,
                               progress=False if args.no_progress else None)
     report["source"] = source
-    print(format_table(report))
+    print(format_table(report), file=_text_stream(args))
     if args.plot is not None:
         plot_accuracy_vs_time(report, args.plot)
-        print(f"plot written to {args.plot}")
+        print(f"plot written to {args.plot}", file=_text_stream(args))
     _write_json(args.json, report)
     return 0
 
@@ -313,12 +357,19 @@ def _backends(args) -> int:
     width = max(len(r["name"]) for r in rows)
     for row in rows:
         options = ", ".join(f"{k}={v}" for k, v in row["options"].items())
-        print(f"{row['name']:<{width}}  {'/'.join(row['devices']):<7}  {row['description']}  [{options}]")
+        print(f"{row['name']:<{width}}  {'/'.join(row['devices']):<7}  {row['description']}  [{options}]",
+              file=_text_stream(args))
     _write_json(args.json, {"backends": rows})
     return 0
 
 
 # -- output ---------------------------------------------------------------------------------
+def _text_stream(args):
+    """Where the text for people goes: standard error when `--json -` takes standard output, which
+    then holds the JSON document alone (pipeable to jq or json.load)."""
+    return sys.stderr if args.json == STDOUT else sys.stdout
+
+
 def _summary(report: dict) -> str:
     gate_time = report["gate_time_s"]
     amp = report["amplitude_0"]
@@ -326,11 +377,11 @@ def _summary(report: dict) -> str:
     lines = [
         f"qubits          {report['qubits']}",
         f"gates           {report['gates']}" + (f" ({describe_fusion(fusion)})" if fusion else ""),
-        f"backend         {report['backend']}",
+        f"backend         {report['backend']}" + (f" ({report['implementation']})" if report.get("implementation") else ""),
         f"device          {report['device']}",
         f"total time      {report['total_time_s']:.4f} s",
         f"per gate        mean {gate_time['mean'] * 1e3:.3f} ms, median {gate_time['median'] * 1e3:.3f} ms",
-        f"throughput      {report['effective_tflops']:.3f} TFLOP/s (8 * 2^N * 2^d per gate)",
+        f"throughput      {_flop_rate(report['effective_tflops'] * 1e12)} (8 * 2^N * 2^d per gate)",
         f"peak memory     {report['peak_memory_bytes'] / (1 << 30):.3f} GiB ({report['memory_measure']})",
         f"<0...0|psi>     {amp['re']:+.16e} {amp['im']:+.16e}i",
         f"norm            {report['norm']:.16f}",
@@ -367,6 +418,17 @@ def _summary(report: dict) -> str:
         top = sorted(report["counts"].items(), key=lambda kv: -kv[1])[:8]
         lines.append("counts (top 8)  " + ", ".join(f"{b}: {c}" for b, c in top))
     return "\n".join(lines)
+
+
+def _flop_rate(flops_per_s: float) -> str:
+    """Three significant digits in the unit that suits the value (a small CPU run is MFLOP/s, not
+    0.000 TFLOP/s)."""
+    if not flops_per_s > 0:
+        return "- (no timed gate)"
+    for scale, unit in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1e3, "kFLOP/s")):
+        if flops_per_s >= scale:
+            return f"{flops_per_s / scale:.3g} {unit}"
+    return f"{flops_per_s:.3g} FLOP/s"
 
 
 def _plans(per_gate: list) -> str:

@@ -45,6 +45,8 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
     _check_backend_names(backends, backend_options)
     runs = [_backend_run(label, backend_options) for label in backends]  # all checked before the first run
     device = resolve_device(device) if isinstance(device, str) else device
+    for label, name, options in runs:  # every run's memory plan, before the reference's long run
+        Simulator(backend=name, device=device.kind, progress=False, **options).memory_plan(circuit)
     start = time.perf_counter()
     ref_hi, ref_lo = reference_state(circuit, device, progress)
     reference = {"time_s": time.perf_counter() - start, "bytes": REFERENCE_BYTES_PER_AMPLITUDE << circuit.n_qubits}
@@ -67,26 +69,18 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
 
 def parse_label(label: str) -> tuple:
     """(registry name, options) of a backend label "name" or "name@option=value[@option=value]",
-    e.g. "int8-auto@rho=0" or "int8-auto@target_error=1e-10"; values are numbers, True/False or text."""
+    e.g. "int8-auto@rho=0" or "int8-9@fused=false"; each value is read as the registry's table
+    says for that option (gemm_backend.parse_option: true/false or 1/0 for flags, numbers)."""
     name, *pairs = label.split("@")
     options = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
             raise SimulationError(f"backend label {label!r}: write options as name@option=value")
-        options[key] = _option_value(text)
+        if key in options:
+            raise SimulationError(f"backend label {label!r} gives option {key} twice; give it once")
+        options[key] = gemm_backend.parse_option(name, key, text)
     return name, options
-
-
-def _option_value(text: str):
-    if text in ("True", "False"):
-        return text == "True"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _backend_run(label: str, backend_options: dict) -> tuple:
@@ -128,6 +122,7 @@ def _row(name: str, result, accuracy: dict) -> dict:
     row = {
         "backend": name,
         "backend_options": dict(result.backend_options),
+        "implementation": result.implementation,
         "time_s": result.total_time_s,
         "gate_time_s": result.total_time_s / result.n_gates if result.n_gates else 0.0,
         "effective_tflops": result.tflops(),
@@ -144,7 +139,7 @@ def _row(name: str, result, accuracy: dict) -> dict:
 
 # -- presentation -------------------------------------------------------------------------
 _COLUMNS = (  # header, row -> text
-    ("backend", lambda r: r["backend"]),
+    ("backend", lambda r: f"{r['backend']} ({r['implementation']})" if r.get("implementation") else r["backend"]),
     ("time s", lambda r: f"{r['time_s']:.3g}"),
     ("gate ms", lambda r: f"{r['gate_time_s'] * 1e3:.3g}"),
     ("TFLOP/s", lambda r: f"{r['effective_tflops']:.3g}"),

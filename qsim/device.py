@@ -1,6 +1,8 @@
 """Where the state lives: device names, array modules and free memory."""
 import functools
+import glob
 import os
+import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +83,24 @@ def host_available_bytes() -> int:
     except OSError:
         pass
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def nvidia_gpu_present() -> bool:
+    """Whether this machine shows an NVIDIA GPU without asking CUDA: a /dev/nvidia<k> device node
+    or nvidia-smi on the PATH (cheap; true on a machine whose GPU cupy cannot use)."""
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or shutil.which("nvidia-smi") is not None
+
+
+def unused_gpu_note():
+    """One line for a machine with an NVIDIA GPU that --device auto will not use (cupy missing, or
+    seeing no CUDA device), naming what to do; None where the GPU is used or there is none."""
+    if gpu_available() or not nvidia_gpu_present():
+        return None
+    if cupy_module() is None:
+        return ("an NVIDIA GPU is present but cupy is not installed, so this runs on the CPU; install the gpu "
+                "extra: pip install 'qsim-emulated[gpu]' (cupy-cuda13x; for CUDA 12 pip install cupy-cuda12x)")
+    return ("an NVIDIA GPU is present but cupy sees no CUDA device (check the driver and that the cupy-cuda<major> "
+            "package matches its CUDA version), so this runs on the CPU")
 
 
 def resolve_device(name: str) -> Device:

@@ -72,16 +72,28 @@ def reference_bytes(n_qubits: int, plans, workspace_bytes: int) -> int:
     return pair + (min(workspace_bytes, pair) if transposes else 0)
 
 
-def check_reference_memory(n_qubits: int, device: Device, plans, workspace_bytes: int) -> None:
+def check_reference_memory(n_qubits: int, device: Device, plans, workspace_bytes: int, held_bytes: int = 0) -> None:
+    """SimulationError unless the reference fits in the device's free memory less held_bytes
+    (memory something else will still hold while the reference runs, e.g. a run's final state)."""
     needed = reference_bytes(n_qubits, plans, workspace_bytes)
-    available = int(device.free_bytes() * MEMORY_FRACTION)
+    available = int(device.free_bytes() * MEMORY_FRACTION) - held_bytes
     if needed > available:
         pair = REFERENCE_BYTES_PER_AMPLITUDE << n_qubits
+        held = f" beside the {held_bytes / GIB:.2f} GiB state of the run it checks" if held_bytes else ""
         raise SimulationError(
             f"the double-double reference for {n_qubits} qubits needs {needed / GIB:.2f} GiB on the "
             f"{device.kind} (hi and lo state arrays, {pair / GIB:.2f} GiB together, plus workspace), "
-            f"but only {available / GIB:.2f} GiB is available; use fewer qubits or a device with more memory"
+            f"but only {max(available, 0) / GIB:.2f} GiB is available{held}; use fewer qubits or a device with "
+            "more memory"
         )
+
+
+def check_reference_fits(circuit: Circuit, device: Device, held_bytes: int = 0,
+                         workspace_bytes: int = DEFAULT_WORKSPACE_BYTES) -> None:
+    """reference_state's memory check, done before the run it will check (which then holds
+    held_bytes, its final state, while the reference runs), so a refusal costs no run time."""
+    plans = [plan_gate(circuit.n_qubits, gate.targets, gate.matrix) for gate in circuit.dense_gates()]
+    check_reference_memory(circuit.n_qubits, device, plans, workspace_bytes, held_bytes)
 
 
 def _initial_pair(n_qubits: int, device: Device, initial_state):

@@ -1,4 +1,5 @@
 """What a simulation run returns."""
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +40,7 @@ class Result:
     copy_bandwidth_Bps: float = None  # device copy bandwidth measured by the run (GPU), for the floor
     accuracy: dict = None  # filled in when a reference run was asked for
     trajectory: dict = None
+    implementation: str = None  # what did the work (GemmBackend.implementation), e.g. "numpy" for cublas on the CPU
 
     @property
     def total_time_s(self) -> float:
@@ -96,11 +98,21 @@ class Result:
         return complex(to_host(self.state[index : index + 1])[0])
 
     def probabilities(self, bitstrings) -> np.ndarray:
-        """|<b|psi>|^2 for each b: an int index or a string of '0'/'1' written as Qiskit does,
-        qubit N-1 first (leftmost) and qubit 0 last."""
+        """|<b|psi>|^2 for each b of a list (or other iterable): an int index or a string of '0'/'1'
+        written as Qiskit does, qubit N-1 first (leftmost) and qubit 0 last. SimulationError for one
+        state not in a list (a string would otherwise be read character by character)."""
+        if isinstance(bitstrings, (str, bytes)) or not isinstance(bitstrings, Iterable):
+            example = repr(bitstrings) if isinstance(bitstrings, (str, bytes, int)) else repr("0" * self.n_qubits)
+            raise SimulationError(
+                f"probabilities() takes a list of basis states (bitstrings such as {'0' * self.n_qubits!r} or integer "
+                f"indices), got {bitstrings!r} ({type(bitstrings).__name__}); for one state write "
+                f"probabilities([{example}])")
         return np.array([abs(self.amplitude(self._index(b))) ** 2 for b in bitstrings])
 
     def _index(self, bitstring) -> int:
+        if isinstance(bitstring, (bool, np.bool_)) or not isinstance(bitstring, (str, int, np.integer)):
+            raise SimulationError(f"a basis-state index must be an integer >= 0 or a bitstring of {self.n_qubits} "
+                                  f"characters 0/1, got {bitstring!r} ({type(bitstring).__name__})")
         if not isinstance(bitstring, str):
             return checked_integer(bitstring, "a basis-state index", minimum=0)
         text = bitstring.replace(" ", "")
@@ -122,6 +134,7 @@ class Result:
             "qubits": self.n_qubits,
             "gates": self.n_gates,
             "backend": self.backend,
+            "implementation": self.implementation,
             "backend_options": self.backend_options,
             "device": self.device,
             "total_time_s": self.total_time_s,

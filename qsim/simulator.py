@@ -74,15 +74,7 @@ class Simulator:
         workspace = self.backend.reserved_workspace_bytes() + (measurement_workspace_bytes(circuit.n_qubits)
                                                                if circuit.is_dynamic else 0)
         base = state_bytes + copy_bytes + workspace
-        budget = int(self.device.free_bytes() * self.options.memory_fraction)
-        if base > budget:
-            raise SimulationError(
-                f"{circuit.n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
-                f"(state {state_bytes / GIB:.2f} GiB"
-                f"{f' + {copy_bytes / GIB:.2f} GiB transposed copy for non-contiguous gates' if transposes else ''}"
-                f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
-                "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
-            )
+        budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
         wants_spare = any(
             p.contiguous and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
         )
@@ -96,6 +88,27 @@ class Simulator:
         spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
         return {"state_bytes": state_bytes, "spare_buffer": spare, "planned_bytes": base + spare * state_bytes,
                 "available_bytes": budget, "plans": plans}
+
+    def check_fits(self, n_qubits: int) -> None:
+        """Raise SimulationError when even a circuit of n_qubits without transposed gates would not
+        fit (the state and the backend's workspace): a check before a large circuit is built."""
+        self._require_memory(n_qubits, 0, self.backend.reserved_workspace_bytes())
+
+    def _require_memory(self, n_qubits: int, copy_bytes: int, workspace: int) -> int:
+        """The byte budget of a run; SimulationError when the state, the transposed copy and the
+        workspace exceed it."""
+        state_bytes = BYTES_PER_AMPLITUDE << n_qubits
+        base = state_bytes + copy_bytes + workspace
+        budget = int(self.device.free_bytes() * self.options.memory_fraction)
+        if base > budget:
+            raise SimulationError(
+                f"{n_qubits} qubits need {base / GIB:.2f} GiB on the {self.device.kind} "
+                f"(state {state_bytes / GIB:.2f} GiB"
+                f"{f' + {copy_bytes / GIB:.2f} GiB transposed copy for non-contiguous gates' if copy_bytes else ''}"
+                f" + {workspace / GIB:.2f} GiB backend workspace), but only {budget / GIB:.2f} GiB is "
+                "available; use fewer qubits, a smaller workspace_bytes, or a larger device"
+            )
+        return budget
 
     # -- run ------------------------------------------------------------------------------
     def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
@@ -118,7 +131,7 @@ class Simulator:
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
         self.backend.start_run()
         try:
-            for gate, gate_plan, u in zip(circuit.gates, plan["plans"], matrices):
+            for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices)):
                 if trajectory is not None and trajectory.handles(gate, state):
                     bar.update(1)
                     continue
@@ -126,7 +139,14 @@ class Simulator:
                 product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
                 scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
                 timer.start()
-                state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
+                try:
+                    state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
+                except MemoryError as exc:  # cupy's OutOfMemoryError is one too
+                    raise SimulationError(
+                        f"out of {self.device.kind} memory at operation {position} of {len(circuit.gates)} "
+                        f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
+                        "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
+                        "workspace_bytes") from exc
                 timer.stop()
                 memory.sample()
                 gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets), layout=layout))
@@ -143,6 +163,7 @@ class Simulator:
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
             prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
             trajectory=trajectory.record() if trajectory is not None else None,
+            implementation=self.backend.implementation(self.device.on_gpu),
         )
 
     def _progress_disabled(self):

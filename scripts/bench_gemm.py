@@ -29,9 +29,10 @@ import numpy as np
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import gemm_backend  # noqa: E402
 from gemm_backend.arrays import to_host  # noqa: E402
-from gemm_backend.doubledouble import matmul_dd  # noqa: E402
+from gemm_backend.doubledouble import matmul_dd, matmul_dd_bytes  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
+from qsim.state import MEMORY_FRACTION  # noqa: E402
 from timing import median_time, print_table  # noqa: E402
 
 DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto,int8-crt-14,int8-crt-16"
@@ -67,7 +68,9 @@ def parse_args(argv=None):
     parser.add_argument("--error-rows", type=int, default=64, help="rows of A checked against double-double")
     parser.add_argument("--error-cols", type=int, default=0,
                         help="columns of B checked against double-double (default 0: all; the reference holds "
-                             "about 8 float64 copies of the checked part of B, 68 GB for all of 16384^2)")
+                             "about 11 float64 copies of the columns it checks at once, so it runs on as many "
+                             "columns at a time as the free memory takes, and the case is refused before any "
+                             "timing when not even one fits)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     args = parser.parse_args(argv)
@@ -81,9 +84,9 @@ def parse_args(argv=None):
 
 
 def parse_options(specs: list, backend_names: list) -> dict:
-    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values become int, float or
-    str). Without BACKEND an option goes to every backend that accepts it (rho: int8-auto, not
-    int8-<s>), and must suit at least one."""
+    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values read as the registry's
+    table says, gemm_backend.parse_option). Without BACKEND an option goes to every backend that
+    accepts it (rho: int8-auto, not int8-<s>), and must suit at least one."""
     options = {name: {} for name in backend_names}
     for spec in specs:
         target, _, assignment = spec.rpartition(":")
@@ -92,9 +95,10 @@ def parse_options(specs: list, backend_names: list) -> dict:
             raise SystemExit(f"--option {spec!r}: expected [BACKEND:]KEY=VALUE")
         if target and target not in options:
             raise SystemExit(f"--option {spec!r}: backend {target!r} is not in --backends")
-        value, rejections = _parse_value(text), []
+        rejections = []
         for name in [target] if target else backend_names:
             try:
+                value = gemm_backend.parse_option(name, key, text)
                 gemm_backend.get(name, **options[name], **{key: value})
             except gemm_backend.BackendError as exc:
                 rejections.append(str(exc))
@@ -103,15 +107,6 @@ def parse_options(specs: list, backend_names: list) -> dict:
         if len(rejections) == (1 if target else len(backend_names)):
             raise SystemExit(f"--option {spec!r}: " + "; ".join(rejections))
     return options
-
-
-def _parse_value(text: str):
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
 
 
 def shapes(args, device_kind: str) -> list:
@@ -143,14 +138,58 @@ def random_matrix(rng, shape: tuple, kind: str, phi: float) -> np.ndarray:
     return matrix
 
 
-def error_against_dd(c_rows, a_rows, b) -> tuple:
-    """(mean, max) over entries of |c - ref| / |ref| with ref = hi + lo from matmul_dd."""
-    hi, lo = (to_host(t) for t in matmul_dd(a_rows, b))
+def reference_columns(rows: int, k: int, n: int, budget: int) -> int:
+    """The most columns of B (at most n) whose double-double reference for `rows` rows of A fits in
+    budget bytes (matmul_dd_bytes); 0 when not even one does."""
+    low, high = 0, n
+    while low < high:  # the largest c with matmul_dd_bytes(rows, k, c) <= budget: it grows with c
+        middle = (low + high + 1) // 2
+        if matmul_dd_bytes(rows, k, middle) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def reference_budget(device) -> int:
+    """Bytes the reference may allocate now: the run's share of the device's free memory."""
+    return int(device.free_bytes() * MEMORY_FRACTION)
+
+
+def check_reference_fits(cases: list, error_rows: int, device) -> None:
+    """Refuse, before any timing, a case whose reference cannot run even one column at a time beside
+    its inputs and one result (a, b and c, complex128), as the reference would after the timed runs."""
+    budget = reference_budget(device)
+    for label, m, k, n in cases:
+        held = 16 * (m * k + k * n + m * n)
+        needed = held + matmul_dd_bytes(min(m, error_rows), k, 1)
+        if needed > budget:
+            raise SystemExit(f"error: case {label} ({m} x {k} x {n}) needs {needed / 2**30:.2f} GiB on the "
+                             f"{device.kind} for its inputs, a result and the double-double reference of one column, "
+                             f"but it may take {budget / 2**30:.2f} GiB ({MEMORY_FRACTION:.0%} of the free memory); use smaller "
+                             "sizes or fewer --error-rows")
+
+
+def error_against_dd(c_rows, a_rows, b, device) -> tuple:
+    """(mean, max) over entries of |c - ref| / |ref| with ref = hi + lo from matmul_dd, on blocks of
+    B's columns that fit the memory free now (matmul_dd holds slices of all the B it is given)."""
+    rows, k = a_rows.shape
+    n = b.shape[1]
+    step = reference_columns(rows, k, n, reference_budget(device))
+    if step == 0:
+        raise SystemExit(f"error: the double-double reference of {rows} rows of ({rows} x {k}) @ ({k} x {n}) does not "
+                         f"fit in the free {device.kind} memory even one column at a time")
     c_rows = to_host(c_rows)
-    scale = np.abs(hi)
-    nonzero = scale > 0
-    relative = np.abs((c_rows - hi) - lo)[nonzero] / scale[nonzero]
-    return float(relative.mean()), float(relative.max())
+    total, count, largest = 0.0, 0, 0.0
+    for start in range(0, n, step):
+        columns = slice(start, min(n, start + step))
+        hi, lo = (to_host(t) for t in matmul_dd(a_rows, b[:, columns]))
+        scale = np.abs(hi)
+        nonzero = scale > 0
+        relative = np.abs((c_rows[:, columns] - hi) - lo)[nonzero] / scale[nonzero]
+        total, count = total + float(relative.sum()), count + relative.size
+        largest = max(largest, float(relative.max(initial=0.0)))
+    return (total / count if count else float("nan")), largest
 
 
 def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
@@ -163,7 +202,8 @@ def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
 
     backend.reset_statistics()
     seconds = median_time(call, device.on_gpu, repeats=args.repeats, warmup=args.warmup)
-    mean_error, max_error = error_against_dd(result["c"][sample_rows][:, sample_cols], a[sample_rows], b[:, sample_cols])
+    mean_error, max_error = error_against_dd(result["c"][sample_rows][:, sample_cols], a[sample_rows], b[:, sample_cols],
+                                             device)
     stats = backend.statistics()
     row = {"backend": backend.name, "options": backend.options, "time_ms": seconds * 1e3,
            "tflops": 8.0 * m * n * k / seconds / 1e12, "rel_err_mean": mean_error, "rel_err_max": max_error,
@@ -196,10 +236,12 @@ def main(argv=None) -> int:
         backends = [gemm_backend.get(name, **options[name]) for name in names]
     except gemm_backend.BackendError as exc:
         raise SystemExit(f"error: {exc}") from None
+    cases = shapes(args, device.kind)
+    check_reference_fits(cases, args.error_rows, device)
     print(f"device: {device.name()}; backends: {', '.join(names)}; inputs: {', '.join(args.inputs)}"
           f" (phi = {args.phi}); median of {args.repeats} after {args.warmup} warm-up", flush=True)
     rows = []
-    for label, m, k, n in shapes(args, device.kind):
+    for label, m, k, n in cases:
         for kind in args.inputs:
             rng = np.random.default_rng(args.seed)
             a = xp.asarray(random_matrix(rng, (m, k), kind, args.phi))

@@ -1,9 +1,33 @@
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import circuits
+import gemm_backend
+import qsim
 from gemm_backend.arrays import gpu_available
 
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = (circuits, qsim, gemm_backend)
+
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
+
+
+def pytest_report_header(config):
+    return [f"packages from {Path(p.__file__).resolve().parent}" for p in PACKAGES]
+
+
+def pytest_configure(config):
+    """QSIM_TEST_INSTALLED=1 (.ci/run): the packages must come from an install, not from this
+    source tree (which `python -m` or pytest's sys.path handling could put first)."""
+    if os.environ.get("QSIM_TEST_INSTALLED") != "1":
+        return
+    shadowed = [p.__name__ for p in PACKAGES if Path(p.__file__).resolve().is_relative_to(SOURCE_ROOT)]
+    if shadowed:
+        pytest.exit(f"QSIM_TEST_INSTALLED=1, but {', '.join(shadowed)} imported from the source tree "
+                    f"{SOURCE_ROOT}, not the install", returncode=2)
 
 
 def pytest_collection_modifyitems(config, items):

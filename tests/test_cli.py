@@ -19,7 +19,7 @@ def test_run_prints_summary_and_writes_json(tmp_path):
     proc = qsim("run", "--qubits", "10", "--gate-size", "3", "--depth", "3", "--seed", "4",
                 "--device", "cpu", "--json", str(path))
     assert proc.returncode == 0, proc.stderr
-    for label in ("qubits", "gates", "backend", "device", "total time", "per gate", "TFLOP/s", "peak memory",
+    for label in ("qubits", "gates", "backend", "device", "total time", "per gate", "FLOP/s", "peak memory",
                   "<0...0|psi>", "norm"):
         assert label in proc.stdout
     report = json.loads(path.read_text())
@@ -36,17 +36,29 @@ def test_run_backend_takes_options_in_its_label(capsys):
 
     code = cli.main(["run", "--qubits", "8", "--gate-size", "3", "--depth", "2", "--device", "cpu", "--no-progress",
                      "--backend", "int8-auto@target_error=1e-10@large_gates=ozaki1", "--json", "-"])
-    out = capsys.readouterr().out
-    report = json.loads(out[out.index("{"):])
-    assert code == 0 and report["backend"] == "int8-auto"
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # the whole of stdout: the summary went to stderr
+    assert code == 0 and report["backend"] == "int8-auto" and "FLOP/s" in captured.err
     assert report["backend_options"]["target_error"] == 1e-10 and report["backend_options"]["large_gates"] == "ozaki1"
 
 
-def test_json_to_stdout_parses():
+def test_json_to_stdout_is_pure_json_and_the_summary_goes_to_stderr():
     proc = qsim("run", "--qubits", "6", "--gate-size", "2", "--depth", "2", "--device", "cpu", "--json", "-")
-    assert proc.returncode == 0
-    payload = proc.stdout[proc.stdout.index("{"):]
-    assert json.loads(payload)["qubits"] == 6
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["qubits"] == 6
+    assert "<0...0|psi>" in proc.stderr and "<0...0|psi>" not in proc.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--qubits", "5", "--gate-size", "2", "--depth", "1", "--device", "cpu", "--backends", "cublas,cgemm"],
+    ["run", "--qubits", "6", "--gpus", "2", "--device", "cpu", "--gate-size", "2", "--depth", "2"],
+    ["backends"],
+])
+def test_every_command_with_json_to_stdout_writes_only_json_there(command):
+    proc = qsim(*command, "--json", "-", *(["--no-progress"] if command[0] != "backends" else []))
+    assert proc.returncode == 0, proc.stderr
+    assert isinstance(json.loads(proc.stdout), dict)
+    assert "cublas" in proc.stderr  # the table, summary or list, for people
 
 
 # A run that takes minutes on the CPU: an output check that came after it would time out.
@@ -121,7 +133,7 @@ def test_compare_writes_plot_and_json(tmp_path):
 
 
 def test_backends_lists_cublas():
-    proc = qsim("backends", "--json", "-")
+    proc = qsim("backends")
     assert proc.returncode == 0
     assert "cublas" in proc.stdout and "cpu" in proc.stdout
 
@@ -416,3 +428,14 @@ def test_ignored_or_bad_options_are_refused_before_any_simulation(tmp_path, monk
     assert cli.main([a.format(d=tmp_path) for a in argv] + ["--device", "cpu", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qsim: error:") and message in err and err.count("\n") == 1
+
+
+def test_compare_gives_a_global_option_to_the_backends_that_take_it_and_says_so(tmp_path):
+    path = tmp_path / "cmp.json"
+    proc = qsim("compare", "--qubits", "5", "--gate-size", "2", "--depth", "1", "--device", "cpu", "--no-progress",
+                "--backends", "int8-9,int8-auto,int8-9@fused=false", "--target-error", "1e-10", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: --target-error applies to int8-auto only (int8-9, int8-9@fused=false take no target_error)" in proc.stdout
+    options = {row["backend"]: row["backend_options"] for row in json.loads(path.read_text())["rows"]}
+    assert options["int8-auto"]["target_error"] == 1e-10 and "target_error" not in options["int8-9"]
+    assert options["int8-9@fused=false"]["fused"] is False and options["int8-9"]["fused"] is True

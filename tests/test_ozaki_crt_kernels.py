@@ -16,8 +16,7 @@ from gemm_backend.ozaki_crt import CrtLayout
 
 from .helpers import same_bits, seed_paper_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "gemm_backend" / "kernels" / "ozaki_crt.cu"
+KERNELS = Path(gemm_backend.__file__).resolve().with_name("kernels") / "ozaki_crt.cu"  # as installed
 HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
 TABLES = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}

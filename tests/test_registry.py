@@ -47,7 +47,9 @@ def test_numpy_integers_are_integers():
     ("int8-auto", "rho", -1.0, "rho must be a finite number of bits >= 0"),
     ("int8-auto", "rho", True, "rho must be a finite number of bits >= 0"),
     ("int8-auto", "rho", "1", "rho must be a finite number of bits >= 0"),
-    ("int8-9", "rho", 1.0, "rho applies only to int8-auto"),
+    ("int8-9", "rho", 1.0, r"backend 'int8-9' takes no option rho \(it takes: workspace_bytes, fused\)"),
+    ("int8-9", "target_error", 1e-10, "backend 'int8-9' takes no option target_error"),
+    ("int8-9", "large_gates", "ozaki1", "backend 'int8-9' takes no option large_gates"),
     ("int8-auto", "target_error", float("nan"), r"target_error must be a number in \(0, 1\)"),
     ("int8-auto", "target_error", 0.0, r"target_error must be a number in \(0, 1\)"),
     ("int8-auto", "target_error", -1e-10, r"target_error must be a number in \(0, 1\)"),
@@ -69,3 +71,58 @@ def test_numpy_integers_are_integers():
 def test_bad_option_values_are_refused(name, option, value, message):
     with pytest.raises(BackendError, match=message):
         gemm_backend.get(name, **{option: value})
+
+
+# -- the table of options: what `qsim backends` lists is what the backend takes ------------------
+#: A value each option takes on every backend that lists it.
+SAMPLE_VALUES = {"target_error": 1e-10, "rho": 1.0, "block": 64, "accumulate": "fp64", "workspace_bytes": 1 << 20,
+                 "fused": False, "large_gates": "ozaki1", "dmma_min_qubits": 5, "small_gate_max_qubits": 3}
+CONCRETE = {"int8-<s>": "int8-9", "int8-crt-<m>": "int8-crt-10"}
+
+
+def test_every_listed_option_is_taken_and_every_other_refused():
+    rows = gemm_backend.available()
+    assert {row["name"] for row in rows} >= {"cublas", "int8-auto", "int8-<s>", "int8-crt-<m>"}
+    for row in rows:
+        name = CONCRETE.get(row["name"], row["name"])
+        assert tuple(row["options"]) == gemm_backend.accepted_options(name)
+        for option in row["options"]:
+            gemm_backend.get(name, **{option: SAMPLE_VALUES[option]})
+        for option in sorted(set(SAMPLE_VALUES) - set(row["options"])):
+            with pytest.raises(BackendError, match=f"backend '{name}' takes no option {option}"):
+                gemm_backend.get(name, **{option: SAMPLE_VALUES[option]})
+
+
+def test_the_table_names_only_options_the_classes_have():
+    for row in gemm_backend.available():
+        name = CONCRETE.get(row["name"], row["name"])
+        assert set(row["options"]) <= set(type(gemm_backend.get(name)).OPTIONS)
+    used = {option for row in gemm_backend.available() for option in row["options"]}
+    assert used == set(gemm_backend.OPTION_SPECS) == set(SAMPLE_VALUES)
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("TRUE", True), ("1", True),
+                                         ("false", False), ("False", False), ("fAlSe", False), ("0", False)])
+def test_flags_are_read_as_written_on_the_command_line(text, value):
+    assert gemm_backend.parse_option("int8-9", "fused", text) is value
+    assert gemm_backend.get("int8-auto", fused=gemm_backend.parse_option("int8-auto", "fused", text)).fused is value
+
+
+@pytest.mark.parametrize("name, option, text, message", [
+    ("int8-9", "fused", "yes", "option fused must be true or false"),
+    ("int8-9", "fused", "2", "option fused must be true or false"),
+    ("int8-9", "fused", "", "option fused must be true or false"),
+    ("cublas", "dmma_min_qubits", "5.0", "option dmma_min_qubits must be an integer, got '5.0'"),
+    ("int8-auto", "target_error", "small", "option target_error must be a number, got 'small'"),
+    ("int8-9", "target_error", "1e-10", "backend 'int8-9' takes no option target_error"),
+    ("int8-crt-10", "fused", "true", "backend 'int8-crt-10' takes no option fused"),
+    ("int8-99", "fused", "true", "splits must be in 3..18"),
+])
+def test_option_text_of_the_wrong_kind_is_refused(name, option, text, message):
+    with pytest.raises(BackendError, match=message):
+        gemm_backend.parse_option(name, option, text)
+
+
+def test_backends_taking_an_option():
+    assert gemm_backend.backends_taking("target_error") == ["int8-auto"]
+    assert gemm_backend.backends_taking("fused") == ["int8-auto", "int8-<s>"]

@@ -183,7 +183,7 @@ class DistributedSimulator:
             peak_memory_bytes=int(comm.allreduce([peak.peak()], "max")[0]), memory_measure=peak.measure,
             backend_options=self.backend.options, backend_statistics=comm.allgather_object(self.backend.statistics()),
             comm=comm, layout=schedule.final, exchange_times_s=exchange_times, exchanges=exchanges,
-            memory_plan=memory,
+            memory_plan=memory, implementation=self.backend.implementation(self.device.on_gpu),
         )
 
     # -- double-double reference ------------------------------------------------------------
