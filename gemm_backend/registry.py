@@ -31,7 +31,8 @@ class BackendEntry:
 _ENTRIES = [
     BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)"),
     BackendEntry("int8-auto", ".ozaki", "OzakiBackend",
-                 "INT8 Ozaki scheme, splits chosen per GEMM from the data (option rho)",
+                 "INT8 Ozaki-I or Ozaki-II per GEMM, as accurate as FP64 GEMM by default (options bound, "
+                 "target_error, rho)",
                  {"splits": "auto"}),
     BackendEntry("fp16x2", ".multiword", "MultiwordFp16Backend",
                  "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"),

@@ -107,8 +107,8 @@ def _circuit_arguments(parser):
 def _backend_option_arguments(parser):
     group = parser.add_argument_group("backend options (only for the backends that take them)")
     group.add_argument("--target-error", type=float, metavar="X",
-                       help="int8-auto: error target relative to ||a_i|| ||b_j|| per entry (default: FP64 GEMM's "
-                       "bound gamma_n)")
+                       help="int8-auto: guaranteed error target relative to ||a_i|| ||b_j|| per entry (default: "
+                       "the FP64-accuracy contract; int8-auto@bound=worst-case targets FP64 GEMM's bound gamma_n)")
     group.add_argument("--rho", type=float,
                        help="int8-auto: use the seed paper's rule instead, average mantissa bits lost <= rho")
     group.add_argument("--block", type=int, help="fp16x2: summation block size along k (0 = unblocked)")
