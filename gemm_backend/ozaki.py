@@ -11,17 +11,25 @@ rows, and column j of B becomes two rows of an embedded B^T, [Re b_j, -Im b_j] a
 [Im b_j, Re b_j] interleaved the same way, so one real product of inner size 2k gives Re and Im
 of C already interleaved. Re = ArBr - AiBi and Im = ArBi + AiBr are then exact in int32.
 
-How many digits (the plan: s_a, s_b and the largest p + q kept, T):
+How many digits (the plan: s_a, s_b and the largest p + q kept, T), and which scheme:
 - int8-<s>: s_a = s_b = s, T = s + 1 (the seed paper's triangle).
-- int8-auto (default): the cheapest plan whose a-priori error bound (ozaki_bound.py) is at most
-  the target, by default FP64 GEMM's own bound gamma_n (target_error= sets another). For
-  matmul the bound uses both operands' row and column statistics; for the simulator's
-  apply_batched it uses the gate and a bound that holds for every state, so no pass over the
+- int8-auto (default, rule "fp64"): the contract that the result is as accurate as native FP64
+  GEMM on the same inputs, entry by entry (ozaki_contract.py states the analysis): the digits
+  (or moduli) go where the operands' exponent spans say FP64 would keep them. matmul scans
+  both operands (exponents and norms, no product) and takes Ozaki-I or Ozaki-II (ozaki_crt.py),
+  whichever the cost model (ozaki_cost.py) finds cheaper among the plans that meet the
+  contract, or the native product when none does. apply_batched plans from the gate alone,
+  for every state (entry by entry where the gate's rows have no zeros), so no pass over the
   state is needed.
+- int8-auto with target_error=X: the cheapest plan whose rigorous a-priori bound
+  (ozaki_bound.py) is at most X relative to ||a_i||_2 ||b_j||_2 per entry; bound="worst-case"
+  takes X = gamma_n, FP64 GEMM's worst-case bound (the default before the contract). For
+  matmul the bound uses both operands' row and column statistics; for apply_batched the gate
+  and a bound that holds for every state.
 - int8-auto with rho: the seed paper's rule, the smallest s whose average mantissa loss is at
   most rho bits (needs a pass over both operands).
-- int8-auto (target rule) gives the simulator's gates from K = 512 to Ozaki-II instead
-  (ozaki_crt.py, the fewest moduli whose bound meets the same target), where it was measured
+- int8-auto (fp64 and target rules) gives the simulator's gates from K = 512 to Ozaki-II instead
+  (ozaki_crt.py, the fewest moduli that meet the rule), where it was measured
   faster than Ozaki-I's tiles (H100, N = 30, BENCHMARKS.md round 4: 239 against 254 ms at
   d = 9; at d = 10 252 ms, against Ozaki-I's 338 in round 3; Ozaki-I is faster at d = 7, 8:
   213 / 221 against 237 / 247 ms). Both run unfused there (large_gates=).
@@ -36,6 +44,7 @@ Where the work runs:
 """
 import collections
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +60,24 @@ from .ozaki_bound import (
     choose_plan,
     fp64_gemm_bound,
     merge_summaries,
+    plan_candidates,
     relative_bound,
     summarize_rows,
     worst_case_columns,
 )
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
+from .ozaki_contract import (
+    crt_error,
+    crt_moduli,
+    fp64_budget,
+    gate_error_model,
+    matmul_error_model,
+    merge_spans,
+    product_spans,
+    summarize_spans,
+)
+from .ozaki_cost import ozaki1_seconds, ozaki2_seconds
 from .ozaki_crt import SCHEME as OZAKI2_SCHEME
 from .ozaki_crt import OzakiCrtBackend
 from .ozaki_gate import FUSED_DIMS, apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
@@ -74,9 +95,10 @@ from .ozaki_split import (
 from .registry import CRT_MODULI, INT8_SPLITS
 
 AUTO = "auto"
-OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may give a large gate
+OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may take
+FP64, WORST_CASE = "fp64", "worst-case"  # int8-auto's bound= (module docstring)
 OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
-TYPICAL_DIGIT_PAIRS = 28  # digit products of a default plan (7 x 7 digits, diagonals to 9): the cost model's
+TYPICAL_DIGIT_PAIRS = 43  # digit products of a default gate plan (8-9 x 8 digits, diagonals to 10), for gate_passes
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 # Bytes per element of the CPU path's temporaries while splitting a row (frexp outputs, int64
 # significand, shifts, carry, the digit before narrowing).
@@ -111,38 +133,47 @@ class OzakiBackend(GemmBackend):
 
     Arguments:
         splits: digits per operand, an int in 3..18, or "auto".
-        target_error: auto only: the error target relative to ||a_i||_2 ||b_j||_2 per entry
-            (default: FP64 GEMM's bound gamma_n for the embedded inner size n).
+        bound: auto only: "fp64" (the default: the contract that the result is as accurate as
+            native FP64 GEMM, ozaki_contract.py) or "worst-case" (the error-target rule with
+            FP64 GEMM's worst-case bound gamma_n as the target, the default before the contract).
+        target_error: auto only: the error-target rule with this target, relative to
+            ||a_i||_2 ||b_j||_2 per entry, guaranteed by a rigorous bound (ozaki_bound.py).
         rho: auto only: use the seed paper's rule instead, average mantissa bits lost per
             element <= rho; when no s <= 18 qualifies that GEMM falls back to native matmul.
         workspace_bytes: working memory of the tile path (default: module docstring).
         fused: use the fused gate kernel on the GPU where it applies (default True).
         large_gates: the scheme of apply_batched for gates above the fused kernel's K = 64:
-            "auto" (int8-auto's default with the target rule: Ozaki-II from K = OZAKI2_FROM_K,
-            where it was measured faster), "ozaki2" (every such gate) or "ozaki1" (the only
-            one for fixed splits and rho). The choice depends on K alone, so the CPU and GPU
-            paths still give the same bits.
+            "auto" (int8-auto's default with the fp64 and target rules: Ozaki-II from
+            K = OZAKI2_FROM_K, where it was measured faster), "ozaki2" (every such gate) or
+            "ozaki1" (the only one for fixed splits and rho). The choice depends on K alone, so
+            the CPU and GPU paths still give the same bits.
 
     matmul(a, b): (m, k) @ (k, n); complex128 result when either input is complex, float64
-    when both are real. last_call_info: {"splits": max(s_a, s_b), "splits_a", "splits_b",
-    "top", "pairs", "rule", "bound" (the relative error bound), "kernel"}, or
-    {"splits": None, "fallback": "zgemm"} for a rho fallback. In apply_batched A is the
-    state and B the gate, reported as "splits_state" and "splits_gate".
+    when both are real. last_call_info: {"scheme": "ozaki1", "splits": max(s_a, s_b),
+    "splits_a", "splits_b", "top", "pairs", "rule", "kernel"}, with "bound" (the rigorous
+    relative error bound) under the target rule; under the fp64 rule the choice is Ozaki-I or
+    {"scheme": "ozaki2", "moduli": m, "kernel": "ozaki2"}, with "span_bits" (the operands'
+    estimated span, ozaki_contract.py), "estimate" (the modelled error relative to S_ij, at most
+    the contract's budget) and "model_s" ({"ozaki1": s or None, "ozaki2": s or None}, the cost
+    model's figures of the cheapest plan of each scheme that meets the contract); and
+    {"splits": None, "fallback": "zgemm"} for a native fallback. In apply_batched A is the state
+    and B the gate, reported as "splits_state" and "splits_gate".
     """
 
     name = "int8"
     description = "INT8 Ozaki scheme (fixed or automatic number of splits)"
-    OPTIONS = ("rho", "target_error", "workspace_bytes", "fused", "large_gates")
+    OPTIONS = ("rho", "target_error", "workspace_bytes", "fused", "large_gates", "bound")
     AUTOMATIC_WORKSPACE = True
 
     def __init__(self, splits, rho=None, target_error=None, workspace_bytes=None, fused: bool = True,
-                 large_gates=None):
+                 large_gates=None, bound=None):
         super().__init__(workspace_bytes)
         self.fixed_splits = _check_splits(splits)
         self.rho = _check_rho(rho, self.fixed_splits)
         if target_error is not None and (self.fixed_splits is not None or self.rho is not None):
             raise BackendError("target_error applies only to int8-auto without rho (the two rules exclude each other)")
         self.target_error = None if target_error is None else check_target(target_error)
+        self.bound = _check_bound(bound, self.fixed_splits, self.rho, self.target_error)
         if not isinstance(fused, bool):
             raise BackendError(f"fused must be True or False, got {fused!r}")
         self.fused = fused
@@ -153,23 +184,28 @@ class OzakiBackend(GemmBackend):
                         "fused": fused}
         if self.fixed_splits is None:
             self.options.update({"rule": self.rule, "rho": self.rho, "target_error": self.target_error,
-                                 "large_gates": self.large_gates})
+                                 "large_gates": self.large_gates, "bound": self.bound})
         self.reset_statistics()
 
     def _check_large_gates(self, large_gates) -> str:
+        gate_only = self.rule in ("target", FP64)  # rules that plan a gate without the state
         if large_gates is None:
-            return AUTO if self.rule == "target" else OZAKI1
+            return AUTO if gate_only else OZAKI1
         if large_gates not in (AUTO, OZAKI1, OZAKI2):
             raise BackendError(f"large_gates must be '{AUTO}', '{OZAKI1}' or '{OZAKI2}', got {large_gates!r}")
-        if large_gates != OZAKI1 and self.rule != "target":
-            raise BackendError(f"large_gates={large_gates!r} needs int8-auto's target rule (not fixed splits or rho)")
+        if large_gates != OZAKI1 and not gate_only:
+            raise BackendError(f"large_gates={large_gates!r} needs int8-auto's target rule or fp64 rule "
+                               "(not fixed splits or rho)")
         return large_gates
 
     @property
     def rule(self) -> str:
+        """"fixed" (int8-<s>), "rho", "target" (target_error= or bound="worst-case") or "fp64"."""
         if self.fixed_splits is not None:
             return "fixed"
-        return "rho" if self.rho is not None else "target"
+        if self.rho is not None:
+            return "rho"
+        return "target" if self.target_error is not None or self.bound == WORST_CASE else FP64
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         return on_gpu and self.fused and plan_launch(k, plan_products(7, 2 * k)) is not None
@@ -198,7 +234,20 @@ class OzakiBackend(GemmBackend):
         bits = bits_per_slice(inner)
         workspace = self.call_workspace(is_gpu_array(a))
         a_exps, b_exps, statistics = self._scan(a_rows, b, width, bits, workspace)
-        plan = self._plan(inner, statistics)
+        if self.rule == FP64:
+            choice = _contract_choice(m, k, n, is_complex, bits, statistics)
+            if choice.scheme is None:
+                return self._finish(xp.matmul(a, b), None, "zgemm")
+            if choice.scheme == OZAKI2:
+                out = OzakiCrtBackend(choice.moduli, workspace_bytes=workspace).matmul(a, b)
+                self.ozaki2_matmuls += 1
+                self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule,
+                                       "kernel": OZAKI2, **choice.info()}
+                return out
+            plan = choice.plan
+            statistics = {"contract": choice}
+        else:
+            plan = self._plan(inner, statistics)
         if plan is None:
             return self._finish(xp.matmul(a, b), None, "zgemm")
         out = xp.empty((m, n), a.dtype)
@@ -240,8 +289,8 @@ class OzakiBackend(GemmBackend):
         if not self.takes_scattered(k, is_gpu_array(state)):
             return False
         plan, statistics = self._plan_of(u)
-        launch = plan_launch(k, plan)
-        if launch is None:
+        launch = None if plan is None else plan_launch(k, plan)
+        if launch is None:  # the engine then takes the transposed copy, and apply_batched the gate
             return False
         self._count(state.size // k, k, k)
         apply_fused_gate(u, state, state, plan, launch, self._deferred_flag, targets=targets)
@@ -254,8 +303,16 @@ class OzakiBackend(GemmBackend):
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
 
     def ozaki2_moduli(self, k: int) -> int:
-        """Moduli of the Ozaki-II product for a gate of size k: the fewest whose bound
-        (crt.error_bound, relative to ||a_i||_2 ||b_j||_2 like ozaki_bound's) meets the target."""
+        """Moduli of the Ozaki-II product for a gate of size k: under the fp64 rule the fewest
+        whose modelled error (ozaki_contract.crt_error) meets the contract normwise per entry,
+        for every state; under the target rule the fewest whose bound (crt.error_bound, relative
+        to ||a_i||_2 ||b_j||_2 like ozaki_bound's) meets the target."""
+        if self.rule == FP64:
+            moduli = crt_moduli(k, 0.0, 2 * k, CRT_MODULI)  # span 0: relative to ||u_i|| ||x||
+            if moduli is None:
+                raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli meets the FP64 contract "
+                                   f"at K = {k}; use large_gates='ozaki1'")
+            return moduli
         target = self.target_error if self.target_error is not None else fp64_gemm_bound(2 * k)
         moduli = moduli_for_target(target, k)
         if moduli is None:
@@ -268,12 +325,16 @@ class OzakiBackend(GemmBackend):
         moduli = self.ozaki2_moduli(k)
         OzakiCrtBackend(moduli, workspace_bytes=self.call_workspace(on_gpu)).apply_batched(u, x, out)
         self.ozaki2_gates += 1
-        self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2,
-                               "bound": crt_error_bound(moduli, k)}
+        self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2}
+        if self.rule == FP64:
+            self.last_call_info["estimate"] = crt_error(moduli, k)
+        else:
+            self.last_call_info["bound"] = crt_error_bound(moduli, k)
 
     def gate_plan(self, u, x=None):
         """(plan, statistics) for a gate u (K, K) on state views x (L, K, R); the state is
-        looked at only by the rho rule."""
+        looked at only by the rho rule. plan is None where no plan meets the rule (rho or fp64):
+        the gate then runs natively."""
         k = u.shape[0]
         inner = 2 * k
         if self.fixed_splits is not None:
@@ -287,6 +348,9 @@ class OzakiBackend(GemmBackend):
             histogram = to_host(_state_histogram(x, bits)).astype(np.int64)  # the gate's rows are on the host
             add_needed_bits_histogram(gate_rows, gate_exps, histogram)
             return self._plan(inner, {"histogram": histogram}), {}
+        if self.rule == FP64:
+            choice = _cheapest_ozaki1(gate_error_model(gate_rows, gate_exps, bits), inner)
+            return choice.plan, {"contract": choice}
         statistics = {"a": worst_case_columns(inner, bits), "b": summarize_rows(gate_rows, gate_exps, bits)}
         return self._plan(inner, statistics), statistics
 
@@ -296,9 +360,9 @@ class OzakiBackend(GemmBackend):
         return prepared[1:] if prepared is not None and prepared[0] is u else self.gate_plan(u, x)
 
     def prepare(self, u) -> None:
-        """Choose u's plan now (the target rule looks at the gate alone), for apply_batched, and
-        build the fused kernel variant that plan compiles to."""
-        if self.rule == "target" and not self._takes_ozaki2(u.shape[0]):
+        """Choose u's plan now (the fp64 and target rules look at the gate alone), for
+        apply_batched, and build the fused kernel variant that plan compiles to."""
+        if self.rule in ("target", FP64) and not self._takes_ozaki2(u.shape[0]):
             plan, statistics = self.gate_plan(u)
             self._prepared[id(u)] = (u, plan, statistics)
             launch = plan_launch(u.shape[0], plan) if is_gpu_array(u) and self.fused and plan is not None else None
@@ -328,6 +392,7 @@ class OzakiBackend(GemmBackend):
         self.pair_count = 0
         self.fallbacks = 0
         self.ozaki2_gates = 0
+        self.ozaki2_matmuls = 0
 
     def statistics(self) -> dict:
         stats = super().statistics()
@@ -335,6 +400,7 @@ class OzakiBackend(GemmBackend):
         stats["pairs"] = self.pair_count
         stats["fallbacks"] = self.fallbacks
         stats["ozaki2_gates"] = self.ozaki2_gates
+        stats["ozaki2_matmuls"] = self.ozaki2_matmuls
         return stats
 
     # -- plans ----------------------------------------------------------------------------
@@ -395,7 +461,7 @@ class OzakiBackend(GemmBackend):
     def _scan(self, a_rows, b, width: int, bits: int, workspace: int):
         """Row exponents of A (m,) and of the embedded rows of B (width * n,), int32, after
         checking that both are finite, and what the auto rule needs: {"histogram"} for rho,
-        {"a", "b"} summaries for the error target."""
+        {"a", "b"} summaries for the error target (OperandSummary) and for fp64 (SpanSummary)."""
         xp = array_module(a_rows)
         m, n = a_rows.shape[0], b.shape[1]
         row_step, col_step = self._tile_sizes(m, n, width, self._largest_plan(width * b.shape[0]), workspace)
@@ -420,6 +486,9 @@ class OzakiBackend(GemmBackend):
         elif self.rule == "target":
             summary = summarize_rows(rows, exps, bits)
             statistics[side] = merge_summaries(statistics[side], summary) if side in statistics else summary
+        elif self.rule == FP64:
+            spans = summarize_spans(rows, exps)
+            statistics[side] = merge_spans(statistics[side], spans) if side in statistics else spans
 
     def _tile_sizes(self, m, n: int, width: int, plan: ProductPlan, workspace: int) -> tuple:
         """(rows of A, columns of B) per tile, as even as the counts allow: B's columns take at
@@ -441,10 +510,12 @@ class OzakiBackend(GemmBackend):
             self.fallbacks += 1
         else:
             a_name, b_name = ("splits_state", "splits_gate") if gate else ("splits_a", "splits_b")
-            info = {"splits": plan.n_slices, a_name: plan.a_slices, b_name: plan.b_slices, "top": plan.top,
-                    "pairs": plan.pairs, "rule": self.rule, "kernel": kernel}
-            if statistics and "a" in statistics:
+            info = {"scheme": OZAKI1, "splits": plan.n_slices, a_name: plan.a_slices, b_name: plan.b_slices,
+                    "top": plan.top, "pairs": plan.pairs, "rule": self.rule, "kernel": kernel}
+            if statistics and "a" in statistics and self.rule == "target":
                 info["bound"] = relative_bound(plan, statistics["a"], statistics["b"])
+            if statistics and "contract" in statistics:
+                info.update(statistics["contract"].info())
             self.split_counts[plan.n_slices] += 1
             self.pair_count += plan.pairs
         self.last_call_info = info
@@ -467,6 +538,19 @@ def _check_splits(splits):
     )
 
 
+def _check_bound(bound, fixed_splits, rho, target_error):
+    """int8-auto's bound (FP64 or WORST_CASE; None for fixed splits), or a clear BackendError."""
+    if bound is None:
+        return FP64 if fixed_splits is None and rho is None and target_error is None else None
+    if bound not in (FP64, WORST_CASE):
+        raise BackendError(f"bound must be '{FP64}' or '{WORST_CASE}', got {bound!r}")
+    if fixed_splits is not None:
+        raise BackendError(f"bound applies only to int8-auto; int8-{fixed_splits} uses a fixed number of splits")
+    if rho is not None or target_error is not None:
+        raise BackendError("bound applies only to int8-auto without rho or target_error (the rules exclude each other)")
+    return bound
+
+
 def _check_rho(rho, fixed_splits):
     if rho is None:
         return None
@@ -483,6 +567,62 @@ def _check_operands(a, b):
     is_complex = "c" in (a.dtype.kind, b.dtype.kind)
     dtype = xp.complex128 if is_complex else xp.float64
     return xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), is_complex
+
+
+@dataclass(frozen=True)
+class ContractChoice:
+    """What the fp64 rule chose for one product: scheme (OZAKI1, OZAKI2, or None for the native
+    product), the Ozaki-I plan or the number of moduli, the span estimate behind it (bits; None
+    for a gate), the modelled error of the choice relative to S_ij, and the cost model's
+    seconds of the cheapest plan of each scheme that meets the contract (None: none does)."""
+
+    scheme: object
+    plan: object = None
+    moduli: object = None
+    span_bits: object = None
+    estimate: object = None
+    model_s: dict = None
+
+    def info(self) -> dict:
+        info = {"estimate": self.estimate}
+        if self.span_bits is not None:
+            info["span_bits"] = self.span_bits
+        if self.model_s is not None:
+            info["model_s"] = dict(self.model_s)
+        return info
+
+
+def _cheapest_ozaki1(model, inner: int) -> ContractChoice:
+    """The Ozaki-I plan with the fewest digit pairs (then digits, then T) whose modelled error
+    meets the contract's budget, as a ContractChoice (scheme None when no plan does)."""
+    candidates = np.array(plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS)))
+    estimates = model.estimates(candidates)
+    passing = np.flatnonzero(estimates <= fp64_budget(inner))
+    if passing.size == 0:
+        return ContractChoice(None)
+    s_a, s_b, top = (int(v) for v in candidates[passing[0]])
+    return ContractChoice(OZAKI1, plan=plan_products(s_a, inner, s_b, top), estimate=float(estimates[passing[0]]))
+
+
+def _contract_choice(m: int, k: int, n: int, is_complex: bool, bits: int, statistics: dict) -> ContractChoice:
+    """The fp64 rule for a matmul (module docstring): the cheaper (ozaki_cost) of the cheapest
+    Ozaki-I plan and the fewest moduli that meet the contract, from the scan's SpanSummaries."""
+    inner = (2 if is_complex else 1) * k
+    spans = product_spans(statistics["a"], statistics["b"], 2 if is_complex else 1)
+    if spans is None:  # a zero operand: every plan gives exact zeros, take the smallest
+        first = plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS))[0]
+        return ContractChoice(OZAKI1, plan=plan_products(first[0], inner, first[1], first[2]), estimate=0.0)
+    ozaki1 = _cheapest_ozaki1(matmul_error_model(statistics["a"], statistics["b"], spans, bits), inner)
+    moduli = crt_moduli(k, spans.norms, inner, CRT_MODULI)
+    seconds = {OZAKI1: None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, is_complex),
+               OZAKI2: None if moduli is None else ozaki2_seconds(moduli, m, k, n, is_complex)}
+    if moduli is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
+        return ContractChoice(OZAKI2, moduli=moduli, span_bits=spans.norms,
+                              estimate=crt_error(moduli, k) * 2.0**spans.norms, model_s=seconds)
+    if ozaki1.plan is None:
+        return ContractChoice(None, model_s=seconds)
+    return ContractChoice(OZAKI1, plan=ozaki1.plan, span_bits=spans.exponents, estimate=ozaki1.estimate,
+                          model_s=seconds)
 
 
 def _fused_view(x, out) -> bool:

@@ -156,7 +156,7 @@ def choose_plan(inner: int, a: OperandSummary, b: OperandSummary, target: float,
     """(plan, bound): the cheapest plan (fewest digit pairs, then fewest digits, then smallest T)
     whose relative_bound is at most target; None, None when none is. Candidates are screened
     with the bound without its partial-sum term (a lower bound of it), then confirmed in order."""
-    candidates = _candidates(inner, tuple(a_range), tuple(b_range))
+    candidates = plan_candidates(inner, tuple(a_range), tuple(b_range))
     if a.empty or b.empty:
         first = candidates[0]
         return plan_products(first[0], inner, first[1], first[2]), 0.0
@@ -186,7 +186,9 @@ def _screening_bounds(candidates: np.ndarray, a: OperandSummary, b: OperandSumma
 
 
 @functools.lru_cache(maxsize=None)
-def _candidates(inner: int, a_range: tuple, b_range: tuple) -> tuple:
+def plan_candidates(inner: int, a_range: tuple, b_range: tuple) -> tuple:
+    """Every (s_a, s_b, T) with s_a in a_range, s_b in b_range, max(s_a, s_b) < T <= s_a + s_b,
+    cheapest first: fewest digit pairs, then fewest digits, then smallest T."""
     rows = []
     for s_a in a_range:
         for s_b in b_range:

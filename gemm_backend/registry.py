@@ -57,8 +57,10 @@ class OptionSpec:
 
 
 OPTION_SPECS = {
-    "target_error": OptionSpec(_read_float, "error target relative to ||a_i|| ||b_j|| per entry (default: FP64 "
-                               "GEMM's bound gamma_n)", "--target-error"),
+    "bound": OptionSpec(str, "fp64 (default: as accurate as FP64 GEMM on the same inputs) or worst-case (FP64 "
+                        "GEMM's bound gamma_n as the target, the default before the contract)"),
+    "target_error": OptionSpec(_read_float, "guaranteed error target relative to ||a_i|| ||b_j|| per entry "
+                               "(default: the FP64-accuracy contract)", "--target-error"),
     "rho": OptionSpec(_read_float, "use the seed paper's rule instead: average mantissa bits lost <= rho", "--rho"),
     "block": OptionSpec(_read_int_or_auto, "summation block size along k (0 = unblocked; default auto)", "--block"),
     "accumulate": OptionSpec(str, "precision of the block sums: fp32 or fp64", "--accumulate"),
@@ -95,8 +97,9 @@ _ENTRIES = [
     BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)",
                  ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")),
     BackendEntry("int8-auto", ".ozaki", "OzakiBackend",
-                 "INT8 Ozaki scheme, digits chosen per GEMM for an error target (or the seed paper's rho)",
-                 ("target_error", "rho", "workspace_bytes", "fused", "large_gates"), {"splits": "auto"}),
+                 "INT8 Ozaki-I or Ozaki-II per GEMM, as accurate as FP64 GEMM by default (options bound, "
+                 "target_error, rho)",
+                 ("bound", "target_error", "rho", "workspace_bytes", "fused", "large_gates"), {"splits": "auto"}),
     BackendEntry("fp16x2", ".multiword", "MultiwordFp16Backend",
                  "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation",
                  ("block", "accumulate", "workspace_bytes")),

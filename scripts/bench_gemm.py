@@ -4,13 +4,17 @@ For square n x n x n (n = 1024..8192 on the GPU) and the shapes of a d-qubit gat
 state, (m, k, n) = (2^(N-d), 2^d, 2^d) for d = 5..10, runs each registry backend on random
 complex inputs and reports the median time over several runs after a warm-up (CUDA events on
 the GPU), the effective TFLOP/s (8 m n k / time) and the error against the double-double
-reference gemm_backend.doubledouble.matmul_dd, computed on a sample of rows of A (on the run's
-device), and the speed-up over cublas on the same case when cublas is among the backends. For
-int8-auto it also reports the number of splits chosen, for int8-crt-<m> the number of moduli.
+reference gemm_backend.doubledouble.matmul_dd, computed on a sample of rows of A and columns of B
+(on the run's device): mean and max of |c_ij - r_ij| / |r_ij| and max |C - R| / max |R| over the
+sample; and the speed-up over cublas on the same case when cublas is among the backends. For
+int8-auto it also reports the scheme it chose (ozaki1: Ozaki-I with "splits" digits; ozaki2:
+Ozaki-II with "moduli" moduli; zgemm: the native fallback) and, under its default FP64
+contract, the span estimate and both schemes' modelled times behind the choice (JSON); for
+int8-crt-<m> the number of moduli.
 
-Inputs (--inputs): "phi", the seed paper's uniform(-0.5, 0.5) * exp(phi * normal(0, 1)) with
---phi; "normal", standard normal; "uniform", uniform on (0, 1]; real and imaginary parts drawn
-independently. Never zeros: an input without a nonzero entry stops the run.
+Inputs (--inputs): "phi", the seed paper's uniform(-0.5, 0.5) * exp(phi * normal(0, 1)), once for
+every value of --phi; "normal", standard normal; "uniform", uniform on (0, 1]; real and imaginary
+parts drawn independently. Never zeros: an input without a nonzero entry stops the run.
 
     python scripts/bench_gemm.py --device gpu --backends cublas,int8-9,int8-13,int8-auto \\
         --shapes square state --qubits 28 --json bench.json
@@ -18,6 +22,9 @@ independently. Never zeros: an input without a nonzero entry stops the run.
     python scripts/bench_gemm.py --backends int8-auto --option rho=1 --option workspace_bytes=8589934592
     python scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-15,int8-crt-16 \
         --shapes square --sizes 8192 16384 --error-cols 256 --option workspace_bytes=17179869184
+    python scripts/bench_gemm.py --device gpu --backends cublas,int8-auto,int8-crt-15,int8-crt-16 \
+        --shapes square --sizes 8192 16384 --inputs phi --phi 1 4 --error-rows 64 --error-cols 256 \
+        --repeats 3 --json square_contract.json
 """
 import argparse
 import json
@@ -43,7 +50,8 @@ TABLE_COLUMNS = [
     ("shape", "shape", "{}"), ("m", "m", "{}"), ("k", "k", "{}"), ("n", "n", "{}"), ("input", "input", "{}"),
     ("backend", "backend", "{}"), ("time_ms", "time ms", "{:.3f}"), ("tflops", "TFLOP/s", "{:.3g}"),
     ("x_cublas", "x cublas", "{:.2f}"), ("rel_err_mean", "rel err mean", "{:.2e}"), ("rel_err_max", "rel err max", "{:.2e}"),
-    ("splits", "splits", "{}"), ("moduli", "moduli", "{}"),
+    ("rel_err_norm", "normwise", "{:.2e}"), ("scheme", "scheme", "{}"), ("splits", "splits", "{}"),
+    ("moduli", "moduli", "{}"),
 ]
 
 
@@ -62,7 +70,8 @@ def parse_args(argv=None):
     parser.add_argument("--gate-sizes", nargs="+", type=int, default=list(range(5, 11)),
                         help="d for the state-vector shapes")
     parser.add_argument("--inputs", nargs="+", default=list(INPUT_KINDS), choices=INPUT_KINDS)
-    parser.add_argument("--phi", type=float, default=1.0, help="exponent spread of the 'phi' inputs")
+    parser.add_argument("--phi", type=float, nargs="+", default=[1.0],
+                        help="exponent spread of the 'phi' inputs; several values give one input each")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per case (median reported)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs before timing")
     parser.add_argument("--error-rows", type=int, default=64, help="rows of A checked against double-double")
@@ -171,8 +180,9 @@ def check_reference_fits(cases: list, error_rows: int, device) -> None:
 
 
 def error_against_dd(c_rows, a_rows, b, device) -> tuple:
-    """(mean, max) over entries of |c - ref| / |ref| with ref = hi + lo from matmul_dd, on blocks of
-    B's columns that fit the memory free now (matmul_dd holds slices of all the B it is given)."""
+    """(mean, max) over entries of |c - ref| / |ref|, and max |c - ref| / max |ref|, with
+    ref = hi + lo from matmul_dd, on blocks of B's columns that fit the memory free now (matmul_dd
+    holds slices of all the B it is given)."""
     rows, k = a_rows.shape
     n = b.shape[1]
     step = reference_columns(rows, k, n, reference_budget(device))
@@ -180,16 +190,20 @@ def error_against_dd(c_rows, a_rows, b, device) -> tuple:
         raise SystemExit(f"error: the double-double reference of {rows} rows of ({rows} x {k}) @ ({k} x {n}) does not "
                          f"fit in the free {device.kind} memory even one column at a time")
     c_rows = to_host(c_rows)
-    total, count, largest = 0.0, 0, 0.0
+    total, count, largest, largest_distance, largest_reference = 0.0, 0, 0.0, 0.0, 0.0
     for start in range(0, n, step):
         columns = slice(start, min(n, start + step))
         hi, lo = (to_host(t) for t in matmul_dd(a_rows, b[:, columns]))
         scale = np.abs(hi)
         nonzero = scale > 0
-        relative = np.abs((c_rows[:, columns] - hi) - lo)[nonzero] / scale[nonzero]
+        distance = np.abs((c_rows[:, columns] - hi) - lo)
+        relative = distance[nonzero] / scale[nonzero]
         total, count = total + float(relative.sum()), count + relative.size
         largest = max(largest, float(relative.max(initial=0.0)))
-    return (total / count if count else float("nan")), largest
+        largest_distance = max(largest_distance, float(distance.max(initial=0.0)))
+        largest_reference = max(largest_reference, float(scale.max(initial=0.0)))
+    normwise = largest_distance / largest_reference if largest_reference else float("nan")
+    return (total / count if count else float("nan")), largest, normwise
 
 
 def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
@@ -202,20 +216,40 @@ def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
 
     backend.reset_statistics()
     seconds = median_time(call, device.on_gpu, repeats=args.repeats, warmup=args.warmup)
-    mean_error, max_error = error_against_dd(result["c"][sample_rows][:, sample_cols], a[sample_rows], b[:, sample_cols],
-                                             device)
+    mean_error, max_error, normwise_error = error_against_dd(result["c"][sample_rows][:, sample_cols],
+                                                             a[sample_rows], b[:, sample_cols], device)
     stats = backend.statistics()
+    info = backend.last_call_info
     row = {"backend": backend.name, "options": backend.options, "time_ms": seconds * 1e3,
            "tflops": 8.0 * m * n * k / seconds / 1e12, "rel_err_mean": mean_error, "rel_err_max": max_error,
-           "error_rows": int(len(sample_rows)), "error_cols": n if isinstance(sample_cols, slice) else int(sample_cols.size)}
-    if "moduli" in backend.last_call_info:
-        row["moduli"] = backend.last_call_info["moduli"]
+           "rel_err_norm": normwise_error, "error_rows": int(len(sample_rows)),
+           "error_cols": n if isinstance(sample_cols, slice) else int(sample_cols.size)}
+    row.update(scheme_columns(info))
     if "splits_histogram" in stats:
-        row["splits"] = backend.last_call_info.get("splits")
         row["splits_histogram"] = {str(s): count for s, count in stats["splits_histogram"].items()}
         row["fallbacks"] = stats["fallbacks"]
     del result["c"]
     return row
+
+
+def scheme_columns(info: dict) -> dict:
+    """What an INT8 backend's last call did: "scheme" (ozaki1, ozaki2, or zgemm for int8-auto's
+    native fallback), "splits" (and the plan) or "moduli", and int8-auto's contract details
+    ("span_bits", "estimate", "model_s") where it reports them; {} for other backends."""
+    columns = {}
+    if info.get("fallback"):
+        columns["scheme"] = info["fallback"]
+    elif "scheme" in info:
+        columns["scheme"] = info["scheme"]
+    if "moduli" in info:
+        columns["moduli"] = info["moduli"]
+    if info.get("splits") is not None:
+        columns["splits"] = info["splits"]
+        columns["plan"] = {key: info[key] for key in ("splits_a", "splits_b", "top", "pairs") if key in info}
+    for key in ("rule", "span_bits", "estimate", "model_s"):
+        if key in info:
+            columns[key] = info[key]
+    return columns
 
 
 def add_speedups(case_rows: list) -> None:
@@ -239,20 +273,23 @@ def main(argv=None) -> int:
     cases = shapes(args, device.kind)
     check_reference_fits(cases, args.error_rows, device)
     print(f"device: {device.name()}; backends: {', '.join(names)}; inputs: {', '.join(args.inputs)}"
-          f" (phi = {args.phi}); median of {args.repeats} after {args.warmup} warm-up", flush=True)
+          f" (phi = {', '.join(f'{phi:g}' for phi in args.phi)}); median of {args.repeats} after {args.warmup} warm-up",
+          flush=True)
     rows = []
+    inputs = [(kind, phi) for kind in args.inputs for phi in (args.phi if kind == "phi" else [None])]
     for label, m, k, n in cases:
-        for kind in args.inputs:
+        for kind, phi in inputs:
             rng = np.random.default_rng(args.seed)
-            a = xp.asarray(random_matrix(rng, (m, k), kind, args.phi))
-            b = xp.asarray(random_matrix(rng, (k, n), kind, args.phi))
+            a = xp.asarray(random_matrix(rng, (m, k), kind, phi))
+            b = xp.asarray(random_matrix(rng, (k, n), kind, phi))
             sample_rows = xp.asarray(np.sort(rng.choice(m, min(m, args.error_rows), replace=False)))
             sample_cols = slice(None)  # all columns, without a copy of b
             if 0 < args.error_cols < n:
                 sample_cols = xp.asarray(np.sort(rng.choice(n, args.error_cols, replace=False)))
             case_rows = []
             for backend in backends:
-                row = {"shape": label, "m": m, "k": k, "n": n, "input": kind, "device": device.name()}
+                row = {"shape": label, "m": m, "k": k, "n": n, "input": kind if phi is None else f"phi={phi:g}",
+                       "device": device.name()}
                 row.update(run_case(backend, a, b, sample_rows, sample_cols, device, args))
                 case_rows.append(row)
             add_speedups(case_rows)

@@ -295,7 +295,11 @@ def test_registry_names():
     auto = gemm_backend.get("int8-auto", rho=1.5)
     assert auto.fixed_splits is None and auto.rho == 1.5 and auto.options["rho"] == 1.5 and auto.rule == "rho"
     default = gemm_backend.get("int8-auto")
-    assert default.rho is None and default.rule == "target" and default.target_error is None
+    assert default.rho is None and default.rule == "fp64" and default.target_error is None
+    assert default.bound == "fp64" and default.options["bound"] == "fp64"
+    worst_case = gemm_backend.get("int8-auto", bound="worst-case")
+    assert worst_case.rule == "target" and worst_case.target_error is None and worst_case.large_gates == "auto"
+    assert gemm_backend.get("int8-auto", target_error=1e-10).bound is None
     for name in ("int8-2", "int8-19"):
         with pytest.raises(BackendError, match="3..18"):
             gemm_backend.get(name)
@@ -314,6 +318,13 @@ def test_bad_options():
             OzakiBackend(splits)
     with pytest.raises(BackendError, match="workspace_bytes"):
         gemm_backend.get("int8-auto", workspace_bytes=0)
+    with pytest.raises(BackendError, match="bound must be 'fp64' or 'worst-case', got 'loose'"):
+        gemm_backend.get("int8-auto", bound="loose")
+    for exclusive in ({"rho": 0.0}, {"target_error": 1e-10}):
+        with pytest.raises(BackendError, match="bound applies only to int8-auto without rho or target_error"):
+            gemm_backend.get("int8-auto", bound="fp64", **exclusive)
+    with pytest.raises(BackendError, match="backend .int8-9. takes no option bound"):
+        gemm_backend.get("int8-9", bound="fp64")
     with pytest.raises(BackendError, match="too small"):
         gemm_backend.get("int8-13", workspace_bytes=1000).matmul(np.ones((4, 64), complex), np.ones((64, 4)))
 
@@ -341,17 +352,18 @@ def test_apply_batched_equals_dense_product(shape, rng):
     assert chunked.statistics()["splits_histogram"] == {13: 1} and chunked.statistics()["calls"] == 1
 
 
-def test_apply_batched_plans_from_the_gate_alone(rng):
-    """The default rule looks at the gate only: any state gets the same plan, and a prepared
-    gate is not planned again."""
+@pytest.mark.parametrize("bound, rule", [("fp64", "fp64"), ("worst-case", "target")])
+def test_apply_batched_plans_from_the_gate_alone(bound, rule, rng):
+    """The default rule and the worst-case target look at the gate only: any state gets the same
+    plan, and a prepared gate is not planned again."""
     u = seed_paper_matrix(rng, (16, 16), 1.0, True)
-    backend = gemm_backend.get("int8-auto")
+    backend = gemm_backend.get("int8-auto", bound=bound)
     infos = []
     for scale in (1.0, 1e-200):
         x = seed_paper_matrix(rng, (8, 16, 4), 4.0, True) * scale
         backend.apply_batched(u, x, x)
         infos.append(backend.last_call_info)
-    assert infos[0] == infos[1] and infos[0]["rule"] == "target"
+    assert infos[0] == infos[1] and infos[0]["rule"] == rule
     backend.prepare(u)
     assert backend._prepared[id(u)][1].describe() == backend.gate_plan(u)[0].describe()
     backend.finish_run()
@@ -361,14 +373,16 @@ def test_apply_batched_plans_from_the_gate_alone(rng):
 @pytest.mark.parametrize("target_error", [None, 1e-10])
 def test_large_gates_on_ozaki2(target_error, rng):
     """With large_gates="ozaki2", gates above the fused kernel's K = 64 run Ozaki-II with the
-    fewest moduli meeting the same target: the bits of int8-crt-<m>, and an error within its bound."""
+    fewest moduli meeting the same target (target_error, or gamma_n with bound="worst-case"): the
+    bits of int8-crt-<m>, and an error within its bound."""
     from gemm_backend.crt import error_bound, moduli_for_target
     from gemm_backend.ozaki_bound import fp64_gemm_bound
 
     k = 128
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
     x = seed_paper_matrix(rng, (3, k, 4), 1.0, True)
-    backend = gemm_backend.get("int8-auto", target_error=target_error, large_gates="ozaki2")
+    rule = {"target_error": target_error} if target_error else {"bound": "worst-case"}
+    backend = gemm_backend.get("int8-auto", large_gates="ozaki2", **rule)
     backend.prepare(u)  # no Ozaki-I plan is made for it
     assert id(u) not in backend._prepared
     out = np.empty_like(x)
@@ -397,8 +411,12 @@ def test_large_gates_option(rng):
         assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
     assert backend.large_gates == "auto"
     big = seed_paper_matrix(rng, (512, 512), 1.0, True)
-    backend.apply_batched(big, seed_paper_matrix(rng, (1, 512, 2), 1.0, True), np.empty((1, 512, 2), complex))
-    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 13
+    x_big = seed_paper_matrix(rng, (1, 512, 2), 1.0, True)
+    backend.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
+    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 15  # fp64 rule
+    worst_case = gemm_backend.get("int8-auto", bound="worst-case")
+    worst_case.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
+    assert worst_case.last_call_info["scheme"] == "ozaki2" and worst_case.last_call_info["moduli"] == 13
     assert gemm_backend.get("int8-9").large_gates == "ozaki1"
     assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
     with pytest.raises(BackendError, match="large_gates must be 'auto', 'ozaki1' or 'ozaki2', got 'crt'"):
@@ -451,9 +469,31 @@ def test_gpu_matches_cpu_bit_for_bit(name, is_complex, shape, rng):
     got = gpu_backend.matmul(cp.asarray(a), cp.asarray(b))
     assert "fallback" not in cpu_backend.last_call_info  # a native fallback is not bit-reproducible across devices
     assert isinstance(got, cp.ndarray) and same_bits(got.get(), expected)
-    # the bound is summed on each device in its own order: equal to rounding, the plan exactly
-    bound = (gpu_backend.last_call_info.pop("bound", 0.0), cpu_backend.last_call_info.pop("bound", 0.0))
-    assert gpu_backend.last_call_info == cpu_backend.last_call_info and bound[0] == pytest.approx(bound[1], rel=1e-12)
+    # the bound and the fp64 rule's estimate come from norms summed on each device in its own
+    # order: equal to rounding, the plan exactly
+    for key in ("bound", "estimate"):
+        values = (gpu_backend.last_call_info.pop(key, 0.0), cpu_backend.last_call_info.pop(key, 0.0))
+        assert values[0] == pytest.approx(values[1], rel=1e-12)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("phi, scheme", [(1.0, "ozaki2"), (6.0, "ozaki1")])
+def test_gpu_contract_choice_matches_cpu(phi, scheme, rng):
+    """int8-auto's default picks its scheme from the scan's exact exponent histograms and the
+    norms: the same choice, plan and bits on both devices, whichever scheme it is."""
+    import cupy as cp
+
+    a = seed_paper_matrix(rng, (384, 512), phi, True)
+    b = seed_paper_matrix(rng, (512, 320), phi, True)
+    cpu_backend, gpu_backend = gemm_backend.get("int8-auto"), gemm_backend.get("int8-auto")
+    expected = cpu_backend.matmul(a, b)
+    assert same_bits(gpu_backend.matmul(cp.asarray(a), cp.asarray(b)).get(), expected)
+    assert cpu_backend.last_call_info["scheme"] == scheme
+    values = (gpu_backend.last_call_info.pop("estimate"), cpu_backend.last_call_info.pop("estimate"))
+    assert values[0] == pytest.approx(values[1], rel=1e-12)
+    assert gpu_backend.last_call_info == cpu_backend.last_call_info
 
 
 @pytest.mark.gpu

@@ -1,0 +1,54 @@
+"""The cost model int8-auto uses to choose between Ozaki-I and Ozaki-II for matmul.
+
+Both schemes are unfused on this path: INT8 GEMMs on the tensor cores, and per-element passes
+through device memory around them. The model counts both, in seconds of an H100:
+
+    Ozaki-I (plan with P digit pairs, complex (m, k) @ (k, n)):
+        P * 8 m k n INT8 operations (one real GEMM of the embedded shape m x 2k x 2n per pair)
+        + P * (m k + k n + m n) * OZAKI1_ELEMENT_PAIR_SECONDS   (digits written in each pair's
+          layout and read by its GEMM, int32 products read by the accumulation)
+    Ozaki-II (M moduli):
+        M * 3 * 2 m k n INT8 operations (three real m x k x n products per modulus, Karatsuba)
+        + M * (m k + k n) * OZAKI2_RESIDUE_SECONDS + M * m n * OZAKI2_RECONSTRUCT_SECONDS
+
+INT8 operations run at INT8_OPS_PER_SECOND * k' / (k' + INT8_HALF_RATE_INNER), k' the inner
+size of one INT8 GEMM (cuBLAS's IMMA kernels need a long inner dimension to reach their rate).
+A real product counts as a complex one with k, n halved in the embedding (2 m k n operations
+per pair, one product per modulus). Constants are fits to BENCHMARKS.md (H100): round 4's
+Ozaki-II stages (8192^3: 2 x 19.1 ms of GEMMs at 1295 TOP/s, 15 ms of residues and
+reconstruction; the N = 30 gate tiles: 4.1 ps per element and modulus for residues, 7.1 for
+the reconstruction; the k = 256 / 1024 tiles' GEMM rates) and the Ozaki-I tiles of rounds 3-4
+(d = 7..10 at N = 30: 2.2 ps per element and digit pair beside the GEMMs). The model ranks the
+two schemes; it is not a timing prediction to report. Only the ratio of the two sides matters,
+so on the CPU (where neither runs fast) the same choice is made, and the bits of a call do not
+depend on the device.
+"""
+from .ozaki_plan import ProductPlan
+
+INT8_OPS_PER_SECOND = 1.3e15
+INT8_HALF_RATE_INNER = 300
+OZAKI1_ELEMENT_PAIR_SECONDS = 2.2e-12
+OZAKI2_RESIDUE_SECONDS = 4.1e-12
+OZAKI2_RECONSTRUCT_SECONDS = 7.1e-12
+
+
+def int8_seconds(operations: float, inner: int) -> float:
+    """Time of INT8 GEMMs of `operations` operations with inner size `inner`."""
+    return operations / (INT8_OPS_PER_SECOND * inner / (inner + INT8_HALF_RATE_INNER))
+
+
+def ozaki1_seconds(plan: ProductPlan, m: int, k: int, n: int, is_complex: bool) -> float:
+    """Modelled time of the Ozaki-I tile path for (m, k) @ (k, n) under `plan`."""
+    width = 2 if is_complex else 1
+    group_inner = plan.inner * plan.pairs / max(len(plan.groups), 1)  # digits concatenated along k
+    gemms = int8_seconds(2.0 * plan.pairs * m * (width * k) * (width * n), round(group_inner))
+    elements = (m * k + k * n + m * n) * (1 if is_complex else 0.5)
+    return gemms + plan.pairs * elements * OZAKI1_ELEMENT_PAIR_SECONDS
+
+
+def ozaki2_seconds(moduli: int, m: int, k: int, n: int, is_complex: bool) -> float:
+    """Modelled time of int8-crt-<moduli> for (m, k) @ (k, n)."""
+    products, per_element = (3, 1.0) if is_complex else (1, 0.5)
+    gemms = int8_seconds(2.0 * moduli * products * m * k * n, k)
+    elements = moduli * per_element * ((m * k + k * n) * OZAKI2_RESIDUE_SECONDS + m * n * OZAKI2_RECONSTRUCT_SECONDS)
+    return gemms + elements
