@@ -69,11 +69,16 @@ def sorted_target_matrix(targets, matrix) -> tuple:
     return sorted_targets, np.asarray(matrix, dtype=np.complex128)[np.ix_(original, original)]
 
 
+def targets_are_contiguous(targets) -> bool:
+    """Whether the qubits `targets` (any order) are a run q, q + 1, ...: the gate's columns are
+    then an (L, K, R) view of the state."""
+    return max(targets) - min(targets) == len(targets) - 1
+
+
 def plan_gate(n_qubits: int, targets, matrix) -> GatePlan:
     targets, matrix = sorted_target_matrix(list(targets), matrix)
-    contiguous = targets[-1] - targets[0] == len(targets) - 1
     axes_order = None
-    if not contiguous:
+    if not targets_are_contiguous(targets):
         # Tensor axis a of the (2,)*N view is qubit N-1-a.
         target_axes = [n_qubits - 1 - t for t in reversed(targets)]
         other_axes = [a for a in range(n_qubits) if a not in target_axes]

@@ -10,6 +10,8 @@ import numbers
 from circuits import Circuit, CircuitError, Gate
 from circuits.fusion import fuse, fuse_by_cost
 
+from .apply import targets_are_contiguous
+
 AUTO = "auto"
 
 
@@ -51,9 +53,7 @@ def fuse_for_backend(circuit: Circuit, setting, backend, on_gpu: bool) -> tuple:
 
 def gate_passes(backend, gate: Gate, on_gpu: bool) -> float:
     """The backend's estimated passes over the state for this gate where the engine will run it."""
-    targets = sorted(gate.targets)
-    scattered = targets[-1] - targets[0] != len(targets) - 1
-    return backend.gate_passes(1 << len(targets), on_gpu, scattered)
+    return backend.gate_passes(1 << len(gate.targets), on_gpu, not targets_are_contiguous(gate.targets))
 
 
 def describe_fusion(report: dict) -> str:
