@@ -13,7 +13,12 @@ THREADS = 256
 WARPS_PER_BLOCK = THREADS // 32
 ROW_BLOCKS_PER_SM = 16
 ELEMENT_BLOCKS_PER_SM = 32
-KERNEL_DIR = Path(__file__).with_name("kernels")
+PACKAGE_DIR = Path(__file__).parent
+# Headers shared by several kernel families (gate_tiles.cuh) and the kernels of the top-level
+# backends; each scheme package keeps its own kernels in <package>/kernels. File names are unique
+# across these folders, so a kernel is named by its file name alone.
+SHARED_KERNEL_DIR = PACKAGE_DIR / "kernels"
+KERNEL_DIRS = (SHARED_KERNEL_DIR, PACKAGE_DIR / "ozaki" / "kernels", PACKAGE_DIR / "native" / "kernels")
 # Shared memory on Hopper: a block may opt into 227 KiB; a multiprocessor has 228 KiB, of which the
 # driver keeps 1 KiB per resident block.
 SHARED_LIMIT = 227 * 1024
@@ -26,11 +31,24 @@ def shared_limit(blocks_per_sm: int) -> int:
     return SHARED_LIMIT if blocks_per_sm == 1 else SHARED_PER_SM // blocks_per_sm - SHARED_RESERVED
 
 
+def kernel_path(file_name: str) -> Path:
+    """The CUDA source called file_name in the one kernel folder (KERNEL_DIRS) that holds it."""
+    found = [folder / file_name for folder in KERNEL_DIRS if (folder / file_name).is_file()]
+    if len(found) != 1:
+        raise BackendError(f"kernel source {file_name!r} is in {len(found)} of the kernel folders, not one")
+    return found[0]
+
+
+def include_options(path: Path) -> tuple:
+    """NVRTC options for the source at path: C++17, headers beside it and the shared headers."""
+    return ("--std=c++17", f"-I{path.parent}", f"-I{SHARED_KERNEL_DIR}")
+
+
 def raw_module(file_name: str, name_expressions):
-    """A cupy RawModule of kernels/<file_name> (C++17; headers beside it can be included)."""
+    """A cupy RawModule of the kernel source file_name (kernel_path; include_options)."""
     cp = cupy_module()
-    return cp.RawModule(code=(KERNEL_DIR / file_name).read_text(), options=("--std=c++17", f"-I{KERNEL_DIR}"),
-                        name_expressions=list(name_expressions))
+    path = kernel_path(file_name)
+    return cp.RawModule(code=path.read_text(), options=include_options(path), name_expressions=list(name_expressions))
 
 
 def row_stride(x) -> int:

@@ -94,9 +94,9 @@ class BackendEntry:
 
 _WORKSPACE = ("workspace_bytes",)
 _ENTRIES = [
-    BackendEntry("cublas", ".zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)",
+    BackendEntry("cublas", ".native.zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)",
                  ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")),
-    BackendEntry("int8-auto", ".ozaki", "OzakiBackend",
+    BackendEntry("int8-auto", ".ozaki.backend", "OzakiBackend",
                  "INT8 Ozaki-I or Ozaki-II per GEMM, as accurate as FP64 GEMM by default (options bound, "
                  "target_error, rho)",
                  ("bound", "target_error", "rho", "workspace_bytes", "fused", "large_gates"), {"splits": "auto"}),
@@ -104,7 +104,7 @@ _ENTRIES = [
                  "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation",
                  ("block", "accumulate", "workspace_bytes")),
     BackendEntry("fp16", ".multiword", "SingleFp16Backend", "one fp16 word, FP32 accumulation (baseline)", _WORKSPACE),
-    BackendEntry("cgemm", ".cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline", _WORKSPACE),
+    BackendEntry("cgemm", ".native.cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline", _WORKSPACE),
     BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)", _WORKSPACE),
 ]
 # int8-<s> takes neither target_error nor rho (its digits are fixed) nor large_gates (Ozaki-I is
@@ -135,14 +135,14 @@ def _entry(name: str) -> BackendEntry:
             raise BackendError(
                 f"backend {name!r}: INT8 splits must be in {INT8_SPLITS.start}..{INT8_SPLITS.stop - 1}"
             )
-        return BackendEntry(name, ".ozaki", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
+        return BackendEntry(name, ".ozaki.backend", "OzakiBackend", f"INT8 Ozaki scheme, {splits} splits",
                             _INT8_FIXED_OPTIONS, {"splits": splits})
     match = _INT8_CRT.fullmatch(name)
     if match:
         moduli = int(match.group(1))
         if moduli not in CRT_MODULI:
             raise BackendError(f"backend {name!r}: the number of moduli must be in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}")
-        return BackendEntry(name, ".ozaki_crt", "OzakiCrtBackend",
+        return BackendEntry(name, ".ozaki.crt_backend", "OzakiCrtBackend",
                             f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} moduli", _WORKSPACE, {"moduli": moduli})
     raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
 

@@ -3,7 +3,7 @@
 A fused kernel would not move residues or int32 products through memory, but it would still
 do, per state element, the scaling and the residues modulo every modulus, and per output the
 CRT reconstruction. kernels/crt_alu_floor.cu runs exactly that arithmetic (the device functions
-of gemm_backend/kernels/ozaki_crt.cu) on register values, 2^N elements and 2^N outputs, and
+of gemm_backend/ozaki/kernels/ozaki_crt.cu) on register values, 2^N elements and 2^N outputs, and
 this script prints its time next to the memory floor of one gate (32 bytes per amplitude at the
 measured copy bandwidth): a lower bound on any fused Ozaki-II gate built on this arithmetic.
 
@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import cupy as cp  # noqa: E402
 
-from gemm_backend.kernel_launch import KERNEL_DIR, persistent_blocks  # noqa: E402
-from gemm_backend.ozaki_crt import _device_tables  # noqa: E402
+from gemm_backend.kernel_launch import kernel_path, persistent_blocks  # noqa: E402
+from gemm_backend.ozaki.crt_backend import _device_tables  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402
 
 COLUMNS = [("moduli", "moduli", "{}"), ("residues_ms", "residues ms", "{:.1f}"),
@@ -32,7 +32,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     module = cp.RawModule(code=(Path(__file__).with_name("kernels") / "crt_alu_floor.cu").read_text(),
-                          options=("--std=c++17", f"-I{KERNEL_DIR}"))
+                          options=("--std=c++17", f"-I{kernel_path('ozaki_crt.cu').parent}"))
     residues, reconstruct = module.get_function("residues_floor"), module.get_function("reconstruct_floor")
     count = cp.int64(1 << args.qubits)
     grid, block = (persistent_blocks(1 << 30, 8),), (256,)

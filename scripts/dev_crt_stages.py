@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from gemm_backend import cublas_ex, ozaki_crt  # noqa: E402
+from gemm_backend import cublas_ex  # noqa: E402
+from gemm_backend.ozaki import crt_backend as ozaki_crt  # noqa: E402
 from gemm_backend.arrays import cupy_module  # noqa: E402
 from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks  # noqa: E402
 from gemm_backend.kernel_launch import launch_per_element, row_stride  # noqa: E402

@@ -17,7 +17,7 @@ import cupy as cp  # noqa: E402
 import gemm_backend  # noqa: E402
 from bench_gates import first_targets  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
-from gemm_backend.ozaki_gate import apply_fused_gate, default_shape, plan_launch  # noqa: E402
+from gemm_backend.ozaki.gate import apply_fused_gate, default_shape, plan_launch  # noqa: E402
 from timing import copy_bandwidth, median_time  # noqa: E402
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor)

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import cupy as cp  # noqa: E402
 
 import gemm_backend  # noqa: E402
-from gemm_backend.ozaki_gate import plan_launch  # noqa: E402
+from gemm_backend.ozaki.gate import plan_launch  # noqa: E402
 from gemm_backend.kernel_launch import persistent_blocks  # noqa: F401,E402
 
 
@@ -20,10 +20,11 @@ def haar(k, rng):
 
 
 def attributes(root, name):
-    kernels = Path(root) / "gemm_backend" / "kernels"
-    file = "ozaki_gate.cu" if name.startswith("ozaki") else "native_gate.cu"
-    module = cp.RawModule(code=(kernels / file).read_text(), options=("--std=c++17", f"-I{kernels}"),
-                          name_expressions=[name])
+    package = Path(root) / "gemm_backend"
+    kernels, file = (package / "ozaki" / "kernels", "ozaki_gate.cu") if name.startswith("ozaki") else (
+        package / "native" / "kernels", "native_gate.cu")
+    module = cp.RawModule(code=(kernels / file).read_text(),
+                          options=("--std=c++17", f"-I{kernels}", f"-I{package / 'kernels'}"), name_expressions=[name])
     a = module.get_function(name).attributes
     return a["num_regs"], a["local_size_bytes"]
 

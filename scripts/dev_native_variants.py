@@ -16,7 +16,7 @@ import cupy as cp  # noqa: E402
 from bench_gates import first_targets  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
 from gemm_backend.errors import BackendError  # noqa: E402
-from gemm_backend.native_gate import apply_native_gate, gate_fragments, launch_shape  # noqa: E402
+from gemm_backend.native.gate import apply_native_gate, gate_fragments, launch_shape  # noqa: E402
 from timing import copy_bandwidth, median_time  # noqa: E402
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor, DMMA k)

@@ -4,7 +4,7 @@ import pytest
 
 import gemm_backend
 from gemm_backend import BackendError
-from gemm_backend.native_gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
+from gemm_backend.native.gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
                                       launch_shape)
 from .helpers import crandn
 
@@ -76,7 +76,7 @@ def _strides(n_qubits, d):
 def test_gpu_kernel_matches_numpy_at_every_stride(k, rng):
     import cupy as cp
 
-    from gemm_backend.native_gate import apply_native_gate
+    from gemm_backend.native.gate import apply_native_gate
 
     d = k.bit_length() - 1
     u = crandn(rng, k, k)
@@ -99,7 +99,7 @@ def test_gpu_variants_and_partial_tiles(shape, variant, rng):
     # fewer columns than one tile, and R not a power of two is refused
     import cupy as cp
 
-    from gemm_backend.native_gate import apply_native_gate
+    from gemm_backend.native.gate import apply_native_gate
 
     k = shape[1]
     u, x = crandn(rng, k, k), crandn(rng, *shape)
@@ -154,7 +154,7 @@ def test_gpu_before_hopper_takes_the_other_paths(monkeypatch, rng):
     """An sm_80 GPU lacks mma.sync m16n8k4 f64: cublas must route around the kernel, not fail."""
     import cupy as cp
 
-    from gemm_backend import native_gate
+    from gemm_backend.native import gate as native_gate
 
     monkeypatch.setattr(native_gate, "compute_capability", lambda: 80)
     backend = gemm_backend.get("cublas")

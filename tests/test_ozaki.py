@@ -8,9 +8,9 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki import OzakiBackend
-from gemm_backend.ozaki_plan import plan_products
-from gemm_backend.ozaki_split import choose_splits, new_histogram, row_exponents, split_rows
+from gemm_backend.ozaki.backend import OzakiBackend
+from gemm_backend.ozaki.plan import plan_products
+from gemm_backend.ozaki.split import choose_splits, new_histogram, row_exponents, split_rows
 
 from .helpers import same_bits, seed_paper_matrix
 
@@ -375,8 +375,8 @@ def test_large_gates_on_ozaki2(target_error, rng):
     """With large_gates="ozaki2", gates above the fused kernel's K = 64 run Ozaki-II with the
     fewest moduli meeting the same target (target_error, or gamma_n with bound="worst-case"): the
     bits of int8-crt-<m>, and an error within its bound."""
-    from gemm_backend.crt import error_bound, moduli_for_target
-    from gemm_backend.ozaki_bound import fp64_gemm_bound
+    from gemm_backend.ozaki.crt import error_bound, moduli_for_target
+    from gemm_backend.ozaki.bound import fp64_gemm_bound
 
     k = 128
     u = seed_paper_matrix(rng, (k, k), 1.0, True)

@@ -14,11 +14,11 @@ import pytest
 import gemm_backend
 from circuits import brickwork, haar_unitary
 from gemm_backend.doubledouble import matmul_dd, two_sum
-from gemm_backend.ozaki_contract import fp64_budget, product_spans, summarize_spans
-from gemm_backend.ozaki_cost import ozaki1_seconds, ozaki2_seconds
-from gemm_backend.ozaki_gate import embedded_gate_rows
-from gemm_backend.ozaki_plan import plan_products
-from gemm_backend.ozaki_split import row_exponents
+from gemm_backend.ozaki.contract import fp64_budget, product_spans, summarize_spans
+from gemm_backend.ozaki.cost import ozaki1_seconds, ozaki2_seconds
+from gemm_backend.ozaki.gate import embedded_gate_rows
+from gemm_backend.ozaki.plan import plan_products
+from gemm_backend.ozaki.split import row_exponents
 from qsim import Simulator
 from qsim.accuracy import accuracy_report
 from qsim.reference import reference_state

@@ -7,7 +7,7 @@ import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki_bound import (
+from gemm_backend.ozaki.bound import (
     UNIT_ROUNDOFF,
     choose_plan,
     fp64_gemm_bound,
@@ -15,9 +15,9 @@ from gemm_backend.ozaki_bound import (
     summarize_rows,
     worst_case_columns,
 )
-from gemm_backend.ozaki_gate import embedded_gate_rows
-from gemm_backend.ozaki_plan import plan_products
-from gemm_backend.ozaki_split import bits_per_slice, row_exponents
+from gemm_backend.ozaki.gate import embedded_gate_rows
+from gemm_backend.ozaki.plan import plan_products
+from gemm_backend.ozaki.split import bits_per_slice, row_exponents
 
 from .helpers import crandn, seed_paper_matrix
 

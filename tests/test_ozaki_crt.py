@@ -10,7 +10,7 @@ import gemm_backend
 from circuits import brickwork
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
-from gemm_backend.crt import (
+from gemm_backend.ozaki.crt import (
     MAX_INNER,
     SCALE_BITS,
     crt_plan,
@@ -21,7 +21,7 @@ from gemm_backend.crt import (
     row_scales,
 )
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki_crt import TILE_ALIGNMENT, CrtLayout, OzakiCrtBackend, _even_step
+from gemm_backend.ozaki.crt_backend import TILE_ALIGNMENT, CrtLayout, OzakiCrtBackend, _even_step
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
 
@@ -434,7 +434,7 @@ def test_default_workspace_is_automatic(rng):
     assert fixed.call_workspace(on_gpu=True) == 1 << 20 and fixed.options["workspace_bytes"] == 1 << 20
     a, b = seed_paper_matrix(rng, (20, 16), 1.0, True), seed_paper_matrix(rng, (16, 7), 1.0, True)
     assert same_bits(backend.matmul(a, b), fixed.matmul(a, b))
-    from gemm_backend.zgemm import ZgemmBackend
+    from gemm_backend.native.zgemm import ZgemmBackend
 
     with pytest.raises(BackendError, match="workspace_bytes must be a positive integer"):
         ZgemmBackend(workspace_bytes=None)  # sizes its chunks from workspace_bytes alone: no automatic workspace

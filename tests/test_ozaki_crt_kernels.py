@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import gemm_backend
-from gemm_backend.crt import crt_plan
-from gemm_backend.ozaki_crt import CrtLayout
+from gemm_backend.ozaki.crt import crt_plan
+from gemm_backend.ozaki.crt_backend import CrtLayout
 
 from .helpers import same_bits, seed_paper_matrix
 
-KERNELS = Path(gemm_backend.__file__).resolve().with_name("kernels") / "ozaki_crt.cu"  # as installed
+KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
 HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
 TABLES = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
@@ -143,7 +143,7 @@ def test_host_row_scales_flag_non_finite_rows(kernels):
 @pytest.mark.parametrize("is_complex", [False, True])
 def test_host_residues_equal_the_specification(kernels, m, is_complex, rng):
     """Byte for byte, including the p = 256 ties the kernel wraps from +128 to -128."""
-    from gemm_backend.crt import residues
+    from gemm_backend.ozaki.crt import residues
 
     layout = CrtLayout(crt_plan(m), 40, is_complex)
     a = seed_paper_matrix(rng, (7, layout.k), 3.0, is_complex)

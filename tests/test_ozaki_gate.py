@@ -6,8 +6,8 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki_gate import FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, plan_launch, tiles
-from gemm_backend.ozaki_plan import plan_products
+from gemm_backend.ozaki.gate import FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, plan_launch, tiles
+from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
@@ -97,7 +97,7 @@ def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per
     """The shapes scripts/dev_fused_variants.py times, against the CPU tiles."""
     import cupy as cp
 
-    from gemm_backend.ozaki_gate import apply_fused_gate
+    from gemm_backend.ozaki.gate import apply_fused_gate
 
     k = 1 << d
     plan = plan_products(7, 2 * k)
@@ -136,7 +136,7 @@ def test_packed_kernel_gives_the_bits_of_the_gate_alone(d, n_tiles, blocks_per_s
     in place or out, on contiguous and scattered targets, the top qubit among them."""
     import cupy as cp
 
-    from gemm_backend.ozaki_gate import apply_fused_gate
+    from gemm_backend.ozaki.gate import apply_fused_gate
     from gemm_backend.target_layout import view_layout
 
     k = 1 << d
@@ -191,7 +191,7 @@ def test_fused_unequal_digit_counts(state_slices, gate_slices, top, rng):
     """s_a != s_b and T other than max + 1 (the error-target rule picks such plans)."""
     import cupy as cp
 
-    from gemm_backend.ozaki_gate import apply_fused_gate
+    from gemm_backend.ozaki.gate import apply_fused_gate
 
     k = 32
     plan = plan_products(state_slices, 2 * k, gate_slices, top)

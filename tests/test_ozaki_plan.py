@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gemm_backend import BackendError
-from gemm_backend.ozaki_plan import CHUNK_LIMIT, accumulate, chunk_weights, plan_products
+from gemm_backend.ozaki.plan import CHUNK_LIMIT, accumulate, chunk_weights, plan_products
 
 
 @pytest.mark.parametrize("a_slices, b_slices, top", [(7, 7, 8), (5, 9, 10), (9, 5, 12), (3, 3, 6), (13, 13, 14)])

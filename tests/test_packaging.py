@@ -18,19 +18,21 @@ import gemm_backend
 # `#include "name"` (quotes: a file of ours); `#include <...>` names the toolkit's headers.
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 KERNEL_SUFFIXES = (".cu", ".cuh")
-INSTALLED_KERNELS = Path(gemm_backend.__file__).resolve().parent / "kernels"
+INSTALLED_PACKAGE = Path(gemm_backend.__file__).resolve().parent
+SHARED_KERNELS = "kernels"  # the folder of shared headers, the second -I of kernel_launch.include_options
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def missing_includes(files: dict) -> list:
     """(file, include) for every local #include of the kernel files that is not among them.
-    files: {path relative to the kernel folder, '/'-separated: source text}. Includes resolve
-    relative to the including file's folder or to the kernel folder (the -I of kernel_launch)."""
+    files: {path relative to the gemm_backend package, '/'-separated: source text}. Includes resolve
+    relative to the including file's folder or to the shared kernel folder (kernel_launch's -I)."""
     missing = []
     for name, text in sorted(files.items()):
         for include in LOCAL_INCLUDE.findall(text):
             beside = posixpath.normpath(posixpath.join(posixpath.dirname(name), include))
-            if beside not in files and posixpath.normpath(include) not in files:
+            shared = posixpath.normpath(posixpath.join(SHARED_KERNELS, include))
+            if beside not in files and shared not in files:
                 missing.append((name, include))
     return missing
 
@@ -41,18 +43,18 @@ def kernel_files(folder: Path) -> dict:
 
 
 def test_the_check_finds_a_header_left_out():
-    files = kernel_files(INSTALLED_KERNELS)
-    assert "gate_tiles.cuh" in files
-    del files["gate_tiles.cuh"]
-    assert ("native_gate.cu", "gate_tiles.cuh") in missing_includes(files)
+    files = kernel_files(INSTALLED_PACKAGE)
+    assert "kernels/gate_tiles.cuh" in files
+    del files["kernels/gate_tiles.cuh"]
+    assert ("native/kernels/native_gate.cu", "gate_tiles.cuh") in missing_includes(files)
     assert ("sub/a.cu", "../b.cuh") not in missing_includes({"sub/a.cu": '#include "../b.cuh"', "b.cuh": ""})
 
 
 def test_the_imported_package_ships_every_included_file():
-    files = kernel_files(INSTALLED_KERNELS)
+    files = kernel_files(INSTALLED_PACKAGE)
     includes = [include for text in files.values() for include in LOCAL_INCLUDE.findall(text)]
-    assert "gate_tiles.cuh" in includes, f"no kernel in {INSTALLED_KERNELS} includes gate_tiles.cuh any more"
-    assert missing_includes(files) == [], f"{INSTALLED_KERNELS} lacks files its kernels include"
+    assert "gate_tiles.cuh" in includes, f"no kernel in {INSTALLED_PACKAGE} includes gate_tiles.cuh any more"
+    assert missing_includes(files) == [], f"{INSTALLED_PACKAGE} lacks files its kernels include"
 
 
 def test_package_data_covers_every_kernel_file_of_the_source_tree():
@@ -60,9 +62,11 @@ def test_package_data_covers_every_kernel_file_of_the_source_tree():
     pyproject = SOURCE_ROOT / "pyproject.toml"
     if not pyproject.is_file():
         pytest.skip(f"no source checkout around the tests ({pyproject} missing)")
-    patterns = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["gemm_backend"]
-    source = SOURCE_ROOT / "gemm_backend" / "kernels"
-    names = sorted("kernels/" + name for name in kernel_files(source))
+    package_data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
+    # Every pattern as a path under gemm_backend/: package gemm_backend.ozaki's "kernels/*.cu" is "ozaki/kernels/*.cu".
+    patterns = [posixpath.join(*package.split(".")[1:], pattern) for package, globs in package_data.items()
+                if package.split(".")[0] == "gemm_backend" for pattern in globs]
+    names = sorted(kernel_files(SOURCE_ROOT / "gemm_backend"))
     assert "kernels/gate_tiles.cuh" in names
     left_out = [name for name in names if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)]
     assert left_out == [], f"pyproject.toml's package-data for gemm_backend ({patterns}) leaves out {left_out}"
@@ -72,12 +76,12 @@ def test_the_built_wheel_lists_every_kernel_file():
     wheel = os.environ.get("QSIM_WHEEL")
     if not wheel:
         pytest.skip("QSIM_WHEEL names no built wheel (.ci/run sets it)")
-    prefix = "gemm_backend/kernels/"
+    prefix = "gemm_backend/"
     with zipfile.ZipFile(wheel) as archive:
         files = {name[len(prefix):]: archive.read(name).decode() for name in archive.namelist()
                  if name.startswith(prefix) and name.endswith(KERNEL_SUFFIXES)}
-    assert "gate_tiles.cuh" in files
+    assert "kernels/gate_tiles.cuh" in files
     assert missing_includes(files) == [], f"{wheel} lacks files its kernels include"
-    source = SOURCE_ROOT / "gemm_backend" / "kernels"
+    source = SOURCE_ROOT / "gemm_backend"
     if source.is_dir():
         assert sorted(set(kernel_files(source)) - set(files)) == [], f"{wheel} lacks kernel files of the source tree"

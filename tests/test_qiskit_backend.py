@@ -246,8 +246,8 @@ def test_backend_sampler_v2_with_a_dynamic_circuit(backend):
     assert set(data.m.get_counts()) == {"00", "01", "10", "11"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gemm_backend.ozaki") is None,
-                    reason="backend 'int8-auto': module gemm_backend.ozaki is not written yet")
+@pytest.mark.skipif(importlib.util.find_spec("gemm_backend.ozaki.backend") is None,
+                    reason="backend 'int8-auto': module gemm_backend.ozaki.backend is not written yet")
 def test_other_gemm_backends_run(backend):
     qc = QuantumCircuit(6)
     qc.append(QFTGate(6), range(6))
@@ -273,7 +273,7 @@ def test_result_to_qiskit_round_trip():
 @pytest.mark.parametrize("gemm", ["cublas", "int8-auto", "fp16x2"])
 def test_backend_on_gpu(gemm):
     if gemm != "cublas" and importlib.util.find_spec(
-            {"int8-auto": "gemm_backend.ozaki", "fp16x2": "gemm_backend.multiword"}[gemm]) is None:
+            {"int8-auto": "gemm_backend.ozaki.backend", "fp16x2": "gemm_backend.multiword"}[gemm]) is None:
         pytest.skip(f"backend {gemm!r} is not written yet")
     qc = measured_random_circuit(n_qubits=10, seed=4)
     result = QsimBackend(device="gpu").run(qc, backend=gemm, shots=50_000, seed_simulator=1,

@@ -22,8 +22,8 @@ requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU"
 #: backend -> (module implementing it, max |amplitude - reference| allowed on the CPU, on the GPU).
 #: fp16x2 measured <= 1.6e-7 on these circuits on the CPU; tensor cores truncate, hence more room there.
 BACKENDS = {
-    "cublas": ("gemm_backend.zgemm", 1e-12, 1e-12),
-    "int8-auto": ("gemm_backend.ozaki", 1e-12, 1e-12),
+    "cublas": ("gemm_backend.native.zgemm", 1e-12, 1e-12),
+    "int8-auto": ("gemm_backend.ozaki.backend", 1e-12, 1e-12),
     "fp16x2": ("gemm_backend.multiword", 1e-6, 1e-5),
 }
 

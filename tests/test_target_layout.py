@@ -191,7 +191,7 @@ def test_gpu_kernels_take_targets_in_gate_order(rng):
     """apply_native_gate / apply_fused_gate with unsorted targets: gate bit i at targets[i]."""
     import cupy as cp
 
-    from gemm_backend.native_gate import apply_native_gate
+    from gemm_backend.native.gate import apply_native_gate
 
     targets, u = (9, 0, 4), haar_unitary(8, rng)
     psi = crandn(rng, 1 << N_QUBITS)

@@ -56,7 +56,7 @@ def test_backend_name_must_be_a_string(name):
 def test_small_gate_kernel_matches_cpu(k, n_left, n_right, rng):
     import cupy as cp
 
-    from gemm_backend.small_gate import apply_small_gate
+    from gemm_backend.native.small_gate import apply_small_gate
 
     u, x = crandn(rng, k, k), crandn(rng, n_left, k, n_right)
     expected = np.einsum("ij,ljr->lir", u, x)

@@ -1,5 +1,5 @@
 // The arithmetic floor of a fused Ozaki-II gate kernel (scripts/dev_crt_alu_floor.py): the
-// per-element work of gemm_backend/kernels/ozaki_crt.cu with no memory traffic. Values come from
+// per-element work of gemm_backend/ozaki/kernels/ozaki_crt.cu with no memory traffic. Values come from
 // a counter hash in registers and results fold into a checksum, so only the arithmetic is timed:
 //   residues:    a complex amplitude scaled, cut into limbs, reduced modulo every modulus
 //                (Re, Im and Re + Im), as crt_residues does for each state element;

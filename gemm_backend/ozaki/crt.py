@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module
-from .errors import BackendError
-from .registry import CRT_MODULI
+from ..arrays import array_module
+from ..errors import BackendError
+from ..registry import CRT_MODULI
 
 MAX_INNER = (2**31 - 1) // 128**2  # 131071: k * 128 * 128 stays below 2^31 (int32 products exact)
 SCALE_BITS = 16  # row bounds use 16-bit ceilings of |x| / 2^e: q <= 2^16, sums of 2 MAX_INNER q^2 < 2^53

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array
-from .errors import BackendError
-from .kernel_launch import launch_per_row, per_row_int32, row_stride
+from ..arrays import array_module, cupy_module, is_gpu_array
+from ..errors import BackendError
+from ..kernel_launch import launch_per_row, per_row_int32, row_stride
 
 MAX_BITS = 8  # a balanced int8 digit holds [-128, 127]
 INT32_MAX = 2**31 - 1

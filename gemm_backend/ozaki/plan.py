@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module
-from .errors import BackendError
-from .ozaki_split import INT32_MAX, bits_per_slice, max_digit
+from ..arrays import array_module
+from ..errors import BackendError
+from .split import INT32_MAX, bits_per_slice, max_digit
 
 EXACT_FLOAT64_INTEGERS = 2**53
 CHUNK_LIMIT = 2**31  # several diagonals combine while their exact sum stays an int32

@@ -7,9 +7,9 @@ cores when CUPY_TF32=1 is set: the baseline stays FP32 arithmetic whatever the e
 """
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
-from .errors import BackendError
+from ..arrays import array_module, cupy_module, is_gpu_array
+from ..base import DEFAULT_WORKSPACE_BYTES, GemmBackend, check_matmul_operands
+from ..errors import BackendError
 
 
 class CgemmBackend(GemmBackend):

@@ -6,10 +6,10 @@ moves each amplitude once through registers, so it runs near the memory floor.
 """
 import functools
 
-from .arrays import cupy_module, multiprocessor_count
-from .errors import BackendError
-from .kernel_launch import raw_module
-from .target_layout import contiguous_targets, launch_layout, pack_targets
+from ..arrays import cupy_module, multiprocessor_count
+from ..errors import BackendError
+from ..kernel_launch import raw_module
+from ..target_layout import contiguous_targets, launch_layout, pack_targets
 
 SUPPORTED_DIMS = (2, 4, 8, 16, 32)
 

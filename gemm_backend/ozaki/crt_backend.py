@@ -24,13 +24,13 @@ from typing import Optional
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, is_gpu_array
-from .base import GemmBackend, check_matmul_operands
+from ..arrays import array_module, cupy_module, is_gpu_array
+from ..base import GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
-from .cublas_ex import K_ALIGNMENT, gemm_tn_blocks
-from .errors import BackendError
-from .kernel_launch import launch_per_element, launch_per_row, per_row_int32, row_stride
-from .registry import CRT_MODULI
+from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
+from ..errors import BackendError
+from ..kernel_launch import launch_per_element, launch_per_row, per_row_int32, row_stride
+from ..registry import CRT_MODULI
 
 SCHEME = "ozaki2"
 TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows

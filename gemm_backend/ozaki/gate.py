@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, cupy_module
-from .errors import BackendError
-from .kernel_launch import persistent_blocks, raw_module, shared_limit
-from .ozaki_split import row_exponents, split_rows
-from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
+from ..arrays import array_module, cupy_module
+from ..errors import BackendError
+from ..kernel_launch import persistent_blocks, raw_module, shared_limit
+from .split import row_exponents, split_rows
+from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told

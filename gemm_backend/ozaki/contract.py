@@ -82,10 +82,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, to_host
+from ..arrays import array_module, to_host
 from .crt import MAX_INNER, crt_plan
-from .ozaki_bound import MAX_DIGITS, UNIT_ROUNDOFF
-from .ozaki_split import max_digit
+from .bound import MAX_DIGITS, UNIT_ROUNDOFF
+from .split import max_digit
 
 # FP64 GEMM's mean error over u S_ij for inner sums within one chain (module docstring), and the
 # fraction of it an accepted plan's modelled error may reach.

@@ -23,7 +23,7 @@ two schemes; it is not a timing prediction to report. Only the ratio of the two 
 so on the CPU (where neither runs fast) the same choice is made, and the bits of a call do not
 depend on the device.
 """
-from .ozaki_plan import ProductPlan
+from .plan import ProductPlan
 
 INT8_OPS_PER_SECOND = 1.3e15
 INT8_HALF_RATE_INNER = 300

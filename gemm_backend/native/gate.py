@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, compute_capability, cupy_module
-from .errors import BackendError
-from .kernel_launch import persistent_blocks, raw_module, shared_limit
-from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, run_length
+from ..arrays import array_module, compute_capability, cupy_module
+from ..errors import BackendError
+from ..kernel_launch import persistent_blocks, raw_module, shared_limit
+from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, run_length
 
 DMMA_DIMS = (8, 16, 32, 64)
 MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper instructions

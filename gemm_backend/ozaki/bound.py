@@ -53,10 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import array_module, to_host
-from .errors import BackendError
-from .ozaki_plan import plan_products
-from .ozaki_split import bits_per_slice, max_digit
+from ..arrays import array_module, to_host
+from ..errors import BackendError
+from .plan import plan_products
+from .split import bits_per_slice, max_digit
 
 UNIT_ROUNDOFF = 2.0**-53
 MAX_DIGITS = 18

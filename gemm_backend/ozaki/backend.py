@@ -49,13 +49,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import array_module, cupy_module, gpu_available, is_gpu_array, iter_column_chunks, to_host
-from .base import GemmBackend, check_matmul_operands
-from .cublas_ex import K_ALIGNMENT, gemm_tn
-from .errors import BackendError
-from .gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
-from .kernel_launch import launch_per_element
-from .ozaki_bound import (
+from ..arrays import array_module, cupy_module, gpu_available, is_gpu_array, iter_column_chunks, to_host
+from ..base import GemmBackend, check_matmul_operands
+from ..cublas_ex import K_ALIGNMENT, gemm_tn
+from ..errors import BackendError
+from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
+from ..kernel_launch import launch_per_element
+from .bound import (
     check_target,
     choose_plan,
     fp64_gemm_bound,
@@ -67,7 +67,7 @@ from .ozaki_bound import (
 )
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
-from .ozaki_contract import (
+from .contract import (
     crt_error,
     crt_moduli,
     fp64_budget,
@@ -77,12 +77,12 @@ from .ozaki_contract import (
     product_spans,
     summarize_spans,
 )
-from .ozaki_cost import ozaki1_seconds, ozaki2_seconds
-from .ozaki_crt import SCHEME as OZAKI2_SCHEME
-from .ozaki_crt import OzakiCrtBackend
-from .ozaki_gate import FUSED_DIMS, apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
-from .ozaki_plan import ProductPlan, accumulate, plan_products
-from .ozaki_split import (
+from .cost import ozaki1_seconds, ozaki2_seconds
+from .crt_backend import SCHEME as OZAKI2_SCHEME
+from .crt_backend import OzakiCrtBackend
+from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, embedded_gate_rows, plan_launch
+from .plan import ProductPlan, accumulate, plan_products
+from .split import (
     SlicePlacements,
     add_needed_bits_histogram,
     bits_per_slice,
@@ -92,7 +92,7 @@ from .ozaki_split import (
     split_rows,
     split_rows_gpu,
 )
-from .registry import CRT_MODULI, INT8_SPLITS
+from ..registry import CRT_MODULI, INT8_SPLITS
 
 AUTO = "auto"
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may take

@@ -1,13 +1,13 @@
 """Native complex128 GEMM: cuBLAS ZGEMM through cupy on the GPU, numpy (BLAS) on the CPU."""
 import numbers
 
-from .arrays import array_module, iter_column_chunks, is_gpu_array
-from .base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
-from .errors import BackendError
-from .gate_cost import NATIVE_GPU_PASSES, measured_passes
-from .native_gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
+from ..arrays import array_module, iter_column_chunks, is_gpu_array
+from ..base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
+from ..errors import BackendError
+from ..gate_cost import NATIVE_GPU_PASSES, measured_passes
+from .gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
-from .target_layout import packed_gate, run_length
+from ..target_layout import packed_gate, run_length
 
 PACKED_GATE_DIMS = (4, 8)  # gate sizes that may run packed in the DMMA kernel for K = PACKED_DMMA_K
 PACKED_DMMA_K = 16
