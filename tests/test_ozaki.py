@@ -10,6 +10,7 @@ from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
 from gemm_backend.ozaki.backend import OzakiBackend
 from gemm_backend.ozaki.plan import plan_products
+from gemm_backend.ozaki.tiles import tile_sizes
 from gemm_backend.ozaki.split import choose_splits, new_histogram, row_exponents, split_rows
 
 from .helpers import same_bits, seed_paper_matrix
@@ -207,7 +208,7 @@ def test_repeated_runs_and_tilings_give_identical_bits(rng):
         first = gemm_backend.get(name).matmul(a, b)
         assert same_bits(first, gemm_backend.get(name).matmul(a.copy(), b.copy()))
         tiled = gemm_backend.get(name, workspace_bytes=300_000)
-        rows, columns = tiled._tile_sizes(130, 45, 2, plan_products(11, 140), tiled.workspace_bytes)
+        rows, columns = tile_sizes(130, 45, 2, plan_products(11, 140), tiled.workspace_bytes)
         assert rows < 130 and columns < 45  # several tiles both ways
         assert same_bits(first, tiled.matmul(a, b))
 
@@ -365,7 +366,7 @@ def test_apply_batched_plans_from_the_gate_alone(bound, rule, rng):
         infos.append(backend.last_call_info)
     assert infos[0] == infos[1] and infos[0]["rule"] == rule
     backend.prepare(u)
-    assert backend._prepared[id(u)][1].describe() == backend.gate_plan(u)[0].describe()
+    assert backend._prepared[id(u)][1].plan.describe() == backend.gate_plan(u)[0].describe()
     backend.finish_run()
     assert not backend._prepared
 
