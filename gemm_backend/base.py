@@ -4,17 +4,10 @@ A backend multiplies complex128 matrices; it knows nothing of qubits. The engine
 `apply_batched(u, x, out)` on an (L, K, R) view of the state: out[l] = u @ x[l] for every l.
 Arrays are numpy or cupy; a backend computes on whichever device its inputs live.
 """
-import numbers
-
-from .arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks
+from .arrays import array_module, is_gpu_array, iter_column_chunks
 from .errors import BackendError
 from .gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, TRANSPOSED_EXTRA_PASSES, roofline_passes
-
-DEFAULT_WORKSPACE_BYTES = 1 << 30
-# The automatic workspace (workspace_bytes=None, where a backend allows it): on the GPU this share
-# of the memory free at call time, at least MIN_AUTO_WORKSPACE; DEFAULT_WORKSPACE_BYTES on the CPU.
-MIN_AUTO_WORKSPACE = 64 << 20
-AUTO_WORKSPACE_FRACTION = 0.75
+from .workspace import DEFAULT_WORKSPACE_BYTES, Workspace  # noqa: F401 (DEFAULT_WORKSPACE_BYTES: the backends' default)
 
 
 class GemmBackend:
@@ -25,26 +18,20 @@ class GemmBackend:
         options: the keyword options the backend was built with (for reports).
         last_call_info: what the most recent matmul/apply_batched call did, e.g.
             {"splits": 9}; the simulator records it per gate.
-        workspace_bytes: working memory (bytes) a call may allocate beyond its inputs
-            and outputs; large products are processed in chunks to stay inside it. None: the
-            automatic workspace (call_workspace), for backends with AUTOMATIC_WORKSPACE.
+        workspace: the Workspace (workspace.py): working memory a call may allocate beyond its
+            inputs and outputs; large products are processed in chunks to stay inside it. The
+            workspace_bytes option None makes it automatic, for backends with AUTOMATIC_WORKSPACE.
     """
 
     name = "base"
-    description = ""
     #: Keyword options accepted by the constructor, checked by the registry.
     OPTIONS: tuple = ()
-    #: Whether workspace_bytes=None (the automatic workspace, call_workspace) is accepted: only
-    #: by backends that size every call's working memory through call_workspace.
+    #: Whether workspace_bytes=None (the automatic workspace) is accepted: only by backends that
+    #: size every call's working memory through workspace.for_call.
     AUTOMATIC_WORKSPACE = False
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
-        self.auto_workspace = workspace_bytes is None and self.AUTOMATIC_WORKSPACE
-        if self.auto_workspace:
-            workspace_bytes = DEFAULT_WORKSPACE_BYTES
-        if isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, numbers.Integral) or workspace_bytes <= 0:
-            raise BackendError(f"workspace_bytes must be a positive integer (bytes), got {workspace_bytes!r}")
-        self.workspace_bytes = int(workspace_bytes)
+        self.workspace = Workspace.from_option(workspace_bytes, self.AUTOMATIC_WORKSPACE)
         self.options: dict = {}
         self.last_call_info: dict = {}
         self.calls = 0
@@ -58,6 +45,11 @@ class GemmBackend:
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """Bytes of working memory one row of A costs inside `matmul` (used for chunking)."""
         return 16 * (k + n)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The workspace's nominal bytes (Workspace.nominal)."""
+        return self.workspace.nominal
 
     # -- shared behaviour ---------------------------------------------------------------
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
@@ -91,20 +83,6 @@ class GemmBackend:
         measured kernels."""
         return roofline_passes(k, GPU_FLOPS_PER_BYTE if on_gpu else CPU_FLOPS_PER_BYTE)
 
-    def reserved_workspace_bytes(self) -> int:
-        """Memory the caller must leave free for this backend's working memory (the automatic
-        workspace sizes itself at call time)."""
-        return MIN_AUTO_WORKSPACE if self.auto_workspace else self.workspace_bytes
-
-    def call_workspace(self, on_gpu: bool) -> int:
-        """The working memory of one call: workspace_bytes, or with the automatic workspace on
-        the GPU AUTO_WORKSPACE_FRACTION of the memory free now (cupy's pool counted as free)."""
-        if not self.auto_workspace or not on_gpu:
-            return self.workspace_bytes
-        cp = cupy_module()
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
-
     # -- a run of many gates (the simulator) --------------------------------------------------
     def warm_up(self, u, x) -> None:
         """Build everything apply_batched(u, x, .) will use (kernels, library handles) by
@@ -126,11 +104,11 @@ class GemmBackend:
 
         u: (K, K) complex128; x, out: (L, K, R) complex128 views on the same device.
         out may be x itself: then the product is done in place, chunk by chunk, with at
-        most `call_workspace(...)` (workspace_bytes unless automatic) of extra memory.
+        most workspace.for_call(...) of extra memory.
         """
         n_left, k, n_right = x.shape
         row_bytes = self.workspace_bytes_per_row(k, k) + 32 * k  # + transposed copy and result
-        max_columns = max(1, self.call_workspace(is_gpu_array(x)) // row_bytes)
+        max_columns = self.workspace.rows(row_bytes, is_gpu_array(x))
         u_t = u.T
         chunk_infos = []
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
@@ -163,9 +141,6 @@ class GemmBackend:
         """What does the work on this device, for reports beside the backend's name (the name stays
         the key: "cublas" on the CPU is numpy)."""
         return "CUDA" if on_gpu else "numpy"
-
-    def describe(self) -> dict:
-        return {"name": self.name, "options": dict(self.options)}
 
 
 def merge_call_infos(infos: list) -> dict:

@@ -462,7 +462,6 @@ class DoubleDoubleBackend(GemmBackend):
     """
 
     name = "dd"
-    description = "double-double complex GEMM (exact slice products, dd sums): the rounded exact product"
     OPTIONS = ("workspace_bytes",)
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):

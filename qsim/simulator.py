@@ -71,7 +71,7 @@ class Simulator:
         transposes = any(not p.contiguous and not self.backend.takes_scattered(p.k, self.device.on_gpu)
                          for p in gate_plans)
         copy_bytes = transposed_chunk_bytes(circuit.n_qubits) if transposes else 0
-        workspace = self.backend.reserved_workspace_bytes() + (measurement_workspace_bytes(circuit.n_qubits)
+        workspace = self.backend.workspace.reserved() + (measurement_workspace_bytes(circuit.n_qubits)
                                                                if circuit.is_dynamic else 0)
         base = state_bytes + copy_bytes + workspace
         budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
@@ -92,7 +92,7 @@ class Simulator:
     def check_fits(self, n_qubits: int) -> None:
         """Raise SimulationError when even a circuit of n_qubits without transposed gates would not
         fit (the state and the backend's workspace): a check before a large circuit is built."""
-        self._require_memory(n_qubits, 0, self.backend.reserved_workspace_bytes())
+        self._require_memory(n_qubits, 0, self.backend.workspace.reserved())
 
     def _require_memory(self, n_qubits: int, copy_bytes: int, workspace: int) -> int:
         """The byte budget of a run; SimulationError when the state, the transposed copy and the

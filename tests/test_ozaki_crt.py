@@ -424,14 +424,14 @@ def test_apply_batched_against_dd_and_chunked_in_place(shape, rng):
 def test_default_workspace_is_automatic(rng):
     """Fixed-size tiles of 1 GiB ran 0.34x cublas at 16384^3 (BENCHMARKS.md round 4): by default the
     workspace follows the free device memory at call time, and a fixed one is still honoured."""
-    from gemm_backend.base import DEFAULT_WORKSPACE_BYTES, MIN_AUTO_WORKSPACE
+    from gemm_backend.workspace import DEFAULT_WORKSPACE_BYTES, MIN_AUTO_WORKSPACE
 
     backend = crt(14)
-    assert backend.auto_workspace and backend.options["workspace_bytes"] == "auto"
-    assert backend.reserved_workspace_bytes() == MIN_AUTO_WORKSPACE
-    assert backend.call_workspace(on_gpu=False) == DEFAULT_WORKSPACE_BYTES
+    assert backend.workspace.automatic and backend.options["workspace_bytes"] == "auto"
+    assert backend.workspace.reserved() == MIN_AUTO_WORKSPACE
+    assert backend.workspace.for_call(on_gpu=False) == DEFAULT_WORKSPACE_BYTES
     fixed = crt(14, workspace_bytes=1 << 20)
-    assert fixed.call_workspace(on_gpu=True) == 1 << 20 and fixed.options["workspace_bytes"] == 1 << 20
+    assert fixed.workspace.for_call(on_gpu=True) == 1 << 20 and fixed.options["workspace_bytes"] == 1 << 20
     a, b = seed_paper_matrix(rng, (20, 16), 1.0, True), seed_paper_matrix(rng, (16, 7), 1.0, True)
     assert same_bits(backend.matmul(a, b), fixed.matmul(a, b))
     from gemm_backend.native.zgemm import ZgemmBackend
@@ -445,11 +445,11 @@ def test_default_workspace_is_automatic(rng):
 def test_gpu_automatic_workspace_follows_free_memory():
     import cupy as cp
 
-    from gemm_backend.base import AUTO_WORKSPACE_FRACTION
+    from gemm_backend.workspace import AUTO_WORKSPACE_FRACTION
 
     backend = crt(14)
     free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-    assert abs(backend.call_workspace(on_gpu=True) - AUTO_WORKSPACE_FRACTION * free) < 0.05 * free
+    assert abs(backend.workspace.for_call(on_gpu=True) - AUTO_WORKSPACE_FRACTION * free) < 0.05 * free
 
 
 def test_apply_batched_chunks_fit_the_workspace():

@@ -118,7 +118,7 @@ def test_the_run_reports_the_transposed_gates_and_needs_no_second_state(rng, mon
     gates = [Gate((0, 5), haar_unitary(4, rng)), Gate((1, 2), haar_unitary(4, rng))]
     simulator = Simulator(device="cpu", progress=False)
     plan = simulator.memory_plan(Circuit(8, gates))
-    assert plan["planned_bytes"] == plan["state_bytes"] + 1024 + simulator.backend.reserved_workspace_bytes()
+    assert plan["planned_bytes"] == plan["state_bytes"] + 1024 + simulator.backend.workspace.reserved()
     result = simulator.run(Circuit(8, gates))
     assert [g["layout"] for g in result.gate_info] == ["transposed", "contiguous"]
     assert set(result.time_by_path()) == {"zgemm+transposed", "zgemm"}

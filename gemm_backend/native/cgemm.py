@@ -16,7 +16,6 @@ class CgemmBackend(GemmBackend):
     """complex64 GEMM. Options: workspace_bytes (A is processed in row chunks within it)."""
 
     name = "cgemm"
-    description = "complex64 GEMM (cuBLAS CGEMM / numpy), baseline"
     OPTIONS = ("workspace_bytes",)
 
     def __init__(self, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
@@ -35,7 +34,7 @@ class CgemmBackend(GemmBackend):
         self._count(m, k, n)
         out = xp.empty((m, n), dtype=xp.complex128)
         b = _rounded(b, dtype)
-        rows_per_chunk = max(1, self.workspace_bytes // self.workspace_bytes_per_row(k, n))
+        rows_per_chunk = self.workspace.rows(self.workspace_bytes_per_row(k, n), is_gpu_array(a))
         for start in range(0, m, rows_per_chunk):
             rows = slice(start, min(m, start + rows_per_chunk))
             product = _gemm(_rounded(a[rows], dtype), b)

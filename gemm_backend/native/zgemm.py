@@ -29,7 +29,6 @@ class ZgemmBackend(GemmBackend):
     """
 
     name = "cublas"
-    description = "FP64 complex GEMM: in-place gate kernels or cuBLAS ZGEMM on the GPU, numpy on the CPU"
     OPTIONS = ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")
 
     def __init__(self, dmma_min_qubits: int = 4, small_gate_max_qubits: int = 5,
@@ -132,7 +131,7 @@ class ZgemmBackend(GemmBackend):
         self.last_call_info = {"kernel": "zgemm"}
         # in chunks also out of place: a whole-view matmul may allocate a state-sized result
         # of its own before copying it into out (measured: an out-of-memory at 32 qubits)
-        max_columns = max(1, self.workspace_bytes // (16 * k))
+        max_columns = self.workspace.rows(16 * k, on_gpu)
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
             out[ls, :, rs] = _view_product(u, x[ls, :, rs])
 

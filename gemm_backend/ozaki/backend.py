@@ -31,6 +31,7 @@ from ..base import GemmBackend, check_matmul_operands
 from ..errors import BackendError
 from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
 from ..registry import INT8_SPLITS
+from ..workspace import Workspace
 from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan, plan_products
@@ -94,7 +95,7 @@ class OzakiBackend(GemmBackend):
         self._prepared = {}  # id(u) -> (u, Choice), from prepare()
         self._ozaki2_backends = {}  # moduli -> the OzakiCrtBackend of Ozaki-II gates and products
         self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
-        self.options = {"splits": splits, "workspace_bytes": "auto" if self.auto_workspace else self.workspace_bytes,
+        self.options = {"splits": splits, "workspace_bytes": self.workspace.report(),
                         "fused": fused, **self.split_rule.option_report(self.large_gates)}
         self.reset_statistics()
 
@@ -152,7 +153,7 @@ class OzakiBackend(GemmBackend):
             return self._finish(xp.zeros((m, n), a.dtype), Choice(OZAKI1, self.split_rule.smallest_plan(max(width * k, 1))),
                                 "tiles")
         a_rows = a.view(xp.float64) if is_complex else a
-        workspace = self.call_workspace(is_gpu_array(a))
+        workspace = self.workspace.for_call(is_gpu_array(a))
         a_exps, b_exps, statistics = self._scan(a_rows, b, width, workspace)
         choice = self.split_rule.matmul_choice(m, k, n, is_complex, statistics)
         if choice.scheme == OZAKI2:
@@ -189,7 +190,7 @@ class OzakiBackend(GemmBackend):
             apply_fused_gate(u, x, out, choice.plan, launch, self._deferred_flag)
             kernel = "fused"
         else:
-            self._apply_tiles(u, x, out, choice.plan, self.call_workspace(on_gpu))
+            self._apply_tiles(u, x, out, choice.plan, self.workspace.for_call(on_gpu))
             kernel = "tiles"
         self._finish(None, choice, kernel, gate=True)
 
@@ -224,7 +225,7 @@ class OzakiBackend(GemmBackend):
 
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         choice = self.split_rule.ozaki2_gate(x.shape[1])
-        self._ozaki2_backend(choice.moduli, self.call_workspace(on_gpu)).apply_batched(u, x, out)
+        self._ozaki2_backend(choice.moduli, self.workspace.for_call(on_gpu)).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule, "kernel": OZAKI2,
                                **choice.info}
@@ -234,7 +235,7 @@ class OzakiBackend(GemmBackend):
         backend = self._ozaki2_backends.get(moduli)
         if backend is None:
             backend = self._ozaki2_backends[moduli] = OzakiCrtBackend(moduli, workspace_bytes=workspace)
-        backend.workspace_bytes = workspace
+        backend.workspace = Workspace(workspace)
         return backend
 
     def gate_plan(self, u, x=None):
@@ -300,7 +301,7 @@ class OzakiBackend(GemmBackend):
         xp = array_module(x)
         row_bytes = a_row_bytes(plan, 2 * k) + 32 * k  # + transposed copy and result
         b_bytes = 2 * k * b_row_bytes(plan)
-        max_columns = max(1, (workspace - b_bytes) // row_bytes)
+        max_columns = max(1, (workspace - b_bytes) // row_bytes)  # workspace: this call's bytes
         u_t = xp.asarray(u, dtype=xp.complex128).T
         b_exps, _ = row_exponents(embedded_b_rows(u_t, slice(0, k), 2), plan.bits)
         whole_gate = None  # the gate's one column tile, made on first use

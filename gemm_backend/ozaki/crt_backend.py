@@ -104,7 +104,7 @@ class OzakiCrtBackend(GemmBackend):
             crt.moduli_for_target(target, k) gives the m for a target.
         workspace_bytes: working memory a call may use beyond its inputs and output; None (the
             default): three quarters of the device memory free at call time on the GPU (at
-            least 64 MiB), 1 GiB on the CPU (GemmBackend.call_workspace). A small workspace
+            least 64 MiB), 1 GiB on the CPU (workspace.Workspace). A small workspace
             cuts small tiles, which run far slower (BENCHMARKS.md round 4: 0.34x cublas at
             16384^3 with 1 GiB, 1.86x with 16 GiB).
 
@@ -114,7 +114,6 @@ class OzakiCrtBackend(GemmBackend):
     """
 
     name = "int8-crt"
-    description = "INT8 Ozaki-II (Chinese remainder) scheme with a fixed number of moduli"
     OPTIONS = ("workspace_bytes",)
     AUTOMATIC_WORKSPACE = True
 
@@ -125,7 +124,7 @@ class OzakiCrtBackend(GemmBackend):
                 f"moduli must be an integer in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}, got {moduli!r}")
         self.plan = crt_plan(int(moduli))
         self.options = {"moduli": self.plan.count,
-                        "workspace_bytes": "auto" if self.auto_workspace else self.workspace_bytes}
+                        "workspace_bytes": self.workspace.report()}
         self.last_call_info = self._info()
 
     # -- interface ----------------------------------------------------------------------
@@ -139,7 +138,7 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        workspace = self.call_workspace(is_gpu_array(a))
+        workspace = self.workspace.for_call(is_gpu_array(a))
         row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a), workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
         tile_products = _TILE_PRODUCTS[is_gpu_array(a)]
@@ -156,7 +155,7 @@ class OzakiCrtBackend(GemmBackend):
         workspace over the rows one tile holds on the device that holds fewer, so that a chunk
         of workspace_bytes // (this + copies) rows is one tile on either. With the automatic
         workspace this is the ratio at the nominal workspace_bytes: a chunk sized from
-        call_workspace may then take several tiles (matmul measures the free memory again)."""
+        workspace.for_call may then take several tiles (matmul measures the free memory again)."""
         layout = CrtLayout(self.plan, k, True)
         row_step = min(self._tile_sizes(None, n, layout, on_gpu)[0] for on_gpu in (False, True))
         return -(-self.workspace_bytes // row_step)

@@ -113,7 +113,7 @@ class DistributedSimulator:
             slice_bytes=slice_bytes,
             transpose_bytes=transposed_chunk_bytes(n_local) if any(
                 not plan.contiguous and not self.backend.takes_scattered(plan.k, on_gpu) for plan in plans) else 0,
-            workspace_bytes=self.backend.reserved_workspace_bytes(),
+            workspace_bytes=self.backend.workspace.reserved(),
             exchange_bytes=2 * BYTES_PER_AMPLITUDE * amplitudes if schedule.exchanges else 0,
             reference_bytes=reference_bytes(n_local, plans, DD_WORKSPACE_BYTES) if reference else 0,
         )

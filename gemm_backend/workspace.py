@@ -1,0 +1,62 @@
+"""The working memory of a backend: how much one call may take, where that figure comes from, and
+how it is cut into chunks of rows.
+
+A Workspace is either fixed (the workspace_bytes option, in bytes) or automatic (int8-auto,
+int8-<s> and int8-crt-<m> without the option): then each call on the GPU takes
+AUTO_WORKSPACE_FRACTION of the device memory free at that moment (cupy's pool counted as free), at
+least MIN_AUTO_WORKSPACE, and DEFAULT_WORKSPACE_BYTES on the CPU. The simulator leaves reserved()
+free for it beside the state. Backends give their cost per row of A (workspace_bytes_per_row);
+rows() turns it into the rows one chunk holds.
+"""
+import numbers
+from dataclasses import dataclass
+
+from .arrays import cupy_module
+from .errors import BackendError
+
+DEFAULT_WORKSPACE_BYTES = 1 << 30
+MIN_AUTO_WORKSPACE = 64 << 20
+AUTO_WORKSPACE_FRACTION = 0.75
+AUTO = "auto"  # how an automatic workspace is reported in a backend's options
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """nominal: bytes of a fixed workspace, or of an automatic one on the CPU (and the figure tiles
+    are planned with before a call). automatic: size each GPU call from the free memory."""
+
+    nominal: int = DEFAULT_WORKSPACE_BYTES
+    automatic: bool = False
+
+    @classmethod
+    def from_option(cls, workspace_bytes, automatic_allowed: bool) -> "Workspace":
+        """The workspace of a backend's workspace_bytes option: None means automatic where the
+        backend allows it; otherwise a positive integer of bytes, or a clear BackendError."""
+        if workspace_bytes is None and automatic_allowed:
+            return cls(DEFAULT_WORKSPACE_BYTES, automatic=True)
+        if isinstance(workspace_bytes, bool) or not isinstance(workspace_bytes, numbers.Integral) or workspace_bytes <= 0:
+            raise BackendError(f"workspace_bytes must be a positive integer (bytes), got {workspace_bytes!r}")
+        return cls(int(workspace_bytes))
+
+    def for_call(self, on_gpu: bool) -> int:
+        """Bytes one call may take now: the nominal size, or on the GPU for an automatic
+        workspace AUTO_WORKSPACE_FRACTION of the memory free now."""
+        if not self.automatic or not on_gpu:
+            return self.nominal
+        cp = cupy_module()
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
+
+    def reserved(self) -> int:
+        """Bytes the caller must leave free beside the state (an automatic workspace sizes itself
+        from what is left at call time, at least MIN_AUTO_WORKSPACE)."""
+        return MIN_AUTO_WORKSPACE if self.automatic else self.nominal
+
+    def rows(self, bytes_per_row: int, on_gpu: bool, held_bytes: int = 0) -> int:
+        """Rows of bytes_per_row bytes each that one chunk of a call holds beside held_bytes
+        (at least one)."""
+        return max(1, (self.for_call(on_gpu) - held_bytes) // bytes_per_row)
+
+    def report(self):
+        """The option's value for reports: "auto" or the bytes."""
+        return AUTO if self.automatic else self.nominal
