@@ -1,29 +1,23 @@
 """The state-vector engine: runs a Circuit gate by gate through a GEMM backend."""
-import resource
-import time
+import functools
 from dataclasses import dataclass, field
 
-import numpy as np
 from tqdm.auto import tqdm
 
 import gemm_backend
 from circuits import Circuit, CircuitError, Gate
 
-from .apply import apply_plan, plan_gate, transposed_chunk_bytes
+from .apply import plan_gate, transposed_chunk_bytes
 from .device import resolve_device
 from .errors import SimulationError
 from .measurement import measurement_workspace_bytes
 from .result import Result
+from .run_loop import GATE, GateStep, RunLoop, prepared_matrices, warm_up
 from .state import MEMORY_FRACTION, initial_state_vector
 from .trajectory import Trajectory
 
 BYTES_PER_AMPLITUDE = 16
 GIB = float(1 << 30)
-# Gates up to this size are uploaded once before the run (and prepared by the backend then).
-PREPARED_MAX_DIM = 64
-# Kernels choose their variant by the stride R of the (L, K, R) view; a warm-up block of stride
-# min(R, STRIDE_CLASS_LIMIT) takes the same variant (and R = 2^q keeps it a power of two).
-STRIDE_CLASS_LIMIT = 64
 
 
 @dataclass
@@ -68,16 +62,12 @@ class Simulator:
         plans = [plan_gate(circuit.n_qubits, g.targets, g.matrix) if isinstance(g, Gate) else None
                  for g in circuit.gates]
         gate_plans = [p for p in plans if p is not None]
-        transposes = any(not p.contiguous and not self.backend.takes_scattered(p.k, self.device.on_gpu)
-                         for p in gate_plans)
-        copy_bytes = transposed_chunk_bytes(circuit.n_qubits) if transposes else 0
+        copy_bytes = transposed_copy_bytes(self.backend, gate_plans, circuit.n_qubits, self.device.on_gpu)
         workspace = self.backend.workspace.reserved() + (measurement_workspace_bytes(circuit.n_qubits)
                                                                if circuit.is_dynamic else 0)
         base = state_bytes + copy_bytes + workspace
         budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
-        wants_spare = any(
-            p.contiguous and not self.backend.works_in_place(p.k, self.device.on_gpu) for p in gate_plans
-        )
+        wants_spare = wants_spare_buffer(self.backend, gate_plans, self.device.on_gpu)
         mode = self.options.out_of_place
         fits_spare = base + state_bytes <= budget
         if mode is True and not fits_spare:
@@ -121,45 +111,19 @@ class Simulator:
         xp = self.device.xp
         state = initial_state_vector(circuit.n_qubits, xp, initial_state)
         scratch = xp.empty_like(state) if plan["spare_buffer"] else None
-        matrices = [xp.asarray(p.matrix) if p is not None and p.k <= PREPARED_MAX_DIM else None
-                    for p in plan["plans"]]
-        prepare_seconds = self._warm_up(plan["plans"], matrices)
+        matrices = prepared_matrices(plan["plans"], xp)
+        prepare_seconds = warm_up(self.backend, self.device, plan["plans"], matrices)
         trajectory = Trajectory.start(circuit, self.device, seed)
-        timer = _GateTimer(self.device)
-        memory = _PeakMemory(self.device)
-        gate_info, gate_flops = [], []
+        steps = [GateStep(position, gate_plan, u, {} if gate_plan is None else {"targets": list(gate.targets)},
+                          None if trajectory is None else functools.partial(trajectory.handles, gate))
+                 for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices))]
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
-        self.backend.start_run()
-        try:
-            for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices)):
-                if trajectory is not None and trajectory.handles(gate, state):
-                    bar.update(1)
-                    continue
-                u = xp.asarray(gate_plan.matrix) if u is None else u
-                product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
-                scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
-                timer.start()
-                try:
-                    state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
-                except MemoryError as exc:  # cupy's OutOfMemoryError is one too
-                    raise SimulationError(
-                        f"out of {self.device.kind} memory at operation {position} of {len(circuit.gates)} "
-                        f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
-                        "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
-                        "workspace_bytes") from exc
-                timer.stop()
-                memory.sample()
-                gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets), layout=layout))
-                gate_flops.append(8.0 * (1 << circuit.n_qubits) * gate_plan.k)
-                bar.update(1)
-        finally:
-            bar.close()
-            self.device.synchronize()
-            self.backend.finish_run()
+        loop = RunLoop(self.backend, self.device, bar, len(circuit.gates))
+        state = loop.run(steps, state, scratch)
         return Result(
             n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),
-            gate_times_s=timer.elapsed(), gate_info=gate_info, gate_flops=gate_flops,
-            peak_memory_bytes=memory.peak(), memory_measure=memory.measure,
+            gate_times_s=loop.seconds(GATE), gate_info=loop.gate_info, gate_flops=loop.gate_flops(circuit.n_qubits),
+            peak_memory_bytes=loop.memory.peak(), memory_measure=loop.memory.measure,
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
             prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
             trajectory=trajectory.record() if trajectory is not None else None,
@@ -170,76 +134,15 @@ class Simulator:
         progress = self.options.progress
         return None if progress is None else not progress
 
-    def _warm_up(self, plans, matrices) -> float:
-        """Keep kernel compilation, library handle creation and per-gate host work out of the
-        timed gates: every gate's shape (K and stride class) runs once on a small random block
-        with the circuit's own gate, and the backend prepares every gate. Returns the seconds
-        spent preparing (reported beside the gate times)."""
-        xp = self.device.xp
-        rng = np.random.default_rng(0)
-        shapes = {}
-        for p, u in zip(plans, matrices):
-            if p is None:
-                continue
-            stride = p.view_shape[2] if p.contiguous else 1 << p.targets[0]  # scattered: the run before the targets
-            shapes.setdefault((p.k, _stride_class(stride)), u if u is not None else xp.asarray(p.matrix))
-        for (k, n_right), u in sorted(shapes.items(), key=lambda item: item[0]):
-            block = rng.standard_normal((2, k, n_right)) + 1j * rng.standard_normal((2, k, n_right))
-            self.backend.warm_up(u, xp.asarray(block))
-        started = time.perf_counter()
-        for u in matrices:
-            if u is not None:
-                self.backend.prepare(u)
-        prepare_seconds = time.perf_counter() - started
-        self.device.synchronize()
-        self.backend.reset_statistics()
-        return prepare_seconds
+
+def transposed_copy_bytes(backend, plans, n_qubits: int, on_gpu: bool) -> int:
+    """Bytes of the transposed copy's chunk (qsim.apply) when a gate of `plans` is on non-contiguous
+    targets that the backend does not take in place, else 0."""
+    transposes = any(not p.contiguous and not backend.takes_scattered(p.k, on_gpu) for p in plans)
+    return transposed_chunk_bytes(n_qubits) if transposes else 0
 
 
-def _stride_class(n_right: int) -> int:
-    return min(n_right, STRIDE_CLASS_LIMIT)
-
-
-class _GateTimer:
-    """Per-gate wall time: CUDA events on the GPU (read once at the end), perf_counter on the CPU."""
-
-    def __init__(self, device):
-        self.device = device
-        self.marks = []
-
-    def start(self):
-        self.marks.append([self._mark(), None])
-
-    def stop(self):
-        self.marks[-1][1] = self._mark()
-
-    def _mark(self):
-        if self.device.on_gpu:
-            event = self.device.xp.cuda.Event()
-            event.record()
-            return event
-        return time.perf_counter()
-
-    def elapsed(self) -> list:
-        if not self.device.on_gpu:
-            return [b - a for a, b in self.marks]
-        self.device.synchronize()
-        cp = self.device.xp
-        return [cp.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self.marks]
-
-
-class _PeakMemory:
-    def __init__(self, device):
-        self.device = device
-        self.measure = "cupy memory pool (bytes held)" if device.on_gpu else "process peak RSS"
-        self._peak = 0
-        self.sample()
-
-    def sample(self):
-        if self.device.on_gpu:
-            self._peak = max(self._peak, self.device.xp.get_default_memory_pool().total_bytes())
-        else:
-            self._peak = max(self._peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-
-    def peak(self) -> int:
-        return int(self._peak)
+def wants_spare_buffer(backend, plans, on_gpu: bool) -> bool:
+    """Whether a second state buffer would help: a gate on contiguous targets that the backend
+    does not apply in place."""
+    return any(p.contiguous and not backend.works_in_place(p.k, on_gpu) for p in plans)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import qsim.output
-import qsim.simulator
+import qsim.run_loop
 from circuits import brickwork
 from qsim import SimulationError, Simulator, cli
 
@@ -26,7 +26,7 @@ def fail_at_gate(monkeypatch, k: int, error: BaseException) -> list:
     """Make the k-th gate applied from now on (0-based, over every run) raise `error`; returns the
     list of gates applied, which grows as they are."""
     applied = []
-    real = qsim.simulator.apply_plan
+    real = qsim.run_loop.apply_plan
 
     def apply_plan(*args, **kwargs):
         if len(applied) == k:
@@ -34,7 +34,7 @@ def fail_at_gate(monkeypatch, k: int, error: BaseException) -> list:
         applied.append(k)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(qsim.simulator, "apply_plan", apply_plan)
+    monkeypatch.setattr(qsim.run_loop, "apply_plan", apply_plan)
     return applied
 
 

@@ -5,7 +5,8 @@ Each rank holds 2^(N-g) amplitudes (qsim.distributed.layout). The schedule
 qubits; a gate runs on the rank's slice exactly as the single-device engine runs it on a whole
 state (qsim.apply.apply_plan and the backend's apply_batched, on the gate's physical bits), and
 an exchange is an all-to-all through the communicator (qsim.distributed.exchange). The
-single-device Simulator is used as is for the backend, the device and the warm-up.
+single-device Simulator is used as is for the backend and the device, and its run loop
+(qsim.run_loop) runs the rank's steps, the exchanges plugged in as Actions.
 
     from qsim.distributed import DistributedSimulator, run_simulated
     result = DistributedSimulator(comm, backend="int8-9").run(circuit)      # on every rank
@@ -18,10 +19,11 @@ from tqdm.auto import tqdm
 from circuits import Circuit, CircuitError, Gate
 from gemm_backend.base import merge_call_infos
 
-from ..apply import apply_plan, plan_gate, transposed_chunk_bytes
+from ..apply import plan_gate
 from ..errors import SimulationError
 from ..reference import apply_reference_gate, reference_bytes
-from ..simulator import BYTES_PER_AMPLITUDE, PREPARED_MAX_DIM, Simulator, _GateTimer, _PeakMemory
+from ..run_loop import GATE, Action, GateStep, RunLoop, prepared_matrices, warm_up
+from ..simulator import BYTES_PER_AMPLITUDE, Simulator, transposed_copy_bytes, wants_spare_buffer
 from ..state import MEMORY_FRACTION, initial_state_vector
 from .communicator import SimulatedCommunicator
 from .exchange import DEFAULT_EXCHANGE_BYTES, Exchanger, buffer_amplitudes
@@ -77,13 +79,14 @@ class DistributedSimulator:
         memory = self._plan_memory(n_local, plans, schedule, amplitudes, reference)
         state = self._initial_slice(circuit.n_qubits, n_local, initial_state)
         exchanger = Exchanger(self.comm, n_local, self.device.xp, amplitudes) if schedule.exchanges else None
-        matrices = [self.device.xp.asarray(p.matrix) if p.k <= PREPARED_MAX_DIM else None for p in plans]
-        self._local._warm_up(plans, matrices)
+        matrices = prepared_matrices(plans, self.device.xp)
+        warm_up(self.backend, self.device, plans, matrices)
         if exchanger is not None:
             exchanger.warm_up()
-        state, clock, gate_info, peak = self._run_steps(schedule, plans, matrices, state, exchanger,
-                                                        memory["spare_buffer"])
-        result = self._result(circuit, schedule, plans, state, clock, gate_info, peak, exchanger, memory)
+        loop = RunLoop(self.backend, self.device, self._progress_bar(len(plans)), len(circuit.gates))
+        scratch = self.device.xp.empty_like(state) if memory["spare_buffer"] else None
+        state = loop.run(self._steps(schedule, plans, matrices, exchanger), state, scratch)
+        result = self._result(circuit, schedule, state, loop, exchanger, memory)
         if reference == "dd":
             result.accuracy = self._reference_accuracy(circuit, schedule, plans, exchanger, state, initial_state)
         return result
@@ -111,14 +114,12 @@ class DistributedSimulator:
         on_gpu = self.device.on_gpu
         needs = RankNeeds(
             slice_bytes=slice_bytes,
-            transpose_bytes=transposed_chunk_bytes(n_local) if any(
-                not plan.contiguous and not self.backend.takes_scattered(plan.k, on_gpu) for plan in plans) else 0,
+            transpose_bytes=transposed_copy_bytes(self.backend, plans, n_local, on_gpu),
             workspace_bytes=self.backend.workspace.reserved(),
             exchange_bytes=2 * BYTES_PER_AMPLITUDE * amplitudes if schedule.exchanges else 0,
             reference_bytes=reference_bytes(n_local, plans, DD_WORKSPACE_BYTES) if reference else 0,
         )
-        wants_spare = any(plan.contiguous and not self.backend.works_in_place(plan.k, on_gpu)
-                          for plan in plans)
+        wants_spare = wants_spare_buffer(self.backend, plans, on_gpu)
         return plan_memory(self.comm, self.device, needs, self.out_of_place, self.memory_fraction, wants_spare)
 
     def _initial_slice(self, n_qubits: int, n_local: int, initial_state):
@@ -131,43 +132,28 @@ class DistributedSimulator:
         whole = initial_state_vector(n_qubits, np, initial_state)
         return xp.asarray(whole[self.comm.rank << n_local:(self.comm.rank + 1) << n_local])
 
-    def _run_steps(self, schedule, plans, matrices, state, exchanger, spare: bool):
-        xp = self.device.xp
-        scratch = xp.empty_like(state) if spare else None
-        clock, peak, gate_info = _StepTimers(self.device), _PeakMemory(self.device), []
-        bar = self._progress_bar(len(plans))
-        self.backend.start_run()
-        try:
-            for step in schedule.steps:
-                if isinstance(step, Exchange):
-                    clock.time("exchange", exchanger.swap_bits, [state], step.pairs)
-                    continue
-                plan = plans[step.gate_index]
-                u = matrices[step.gate_index]
-                u = xp.asarray(plan.matrix) if u is None else u
-                product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
-                scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
-                state, scratch, layout = clock.time("gate", apply_plan, plan, state, product, scratch, scattered)
-                gate_info.append(dict(self.backend.last_call_info, layout=layout))
-                peak.sample()
-                bar.update(1)
-        finally:
-            bar.close()
-            self.device.synchronize()
-            self.backend.finish_run()
-        return state, clock, gate_info, peak
+    @staticmethod
+    def _steps(schedule, plans, matrices, exchanger) -> list:
+        """The rank's steps for the run loop: the gates, each on its physical bits, and the exchanges."""
+        steps = []
+        for step in schedule.steps:
+            if isinstance(step, Exchange):
+                steps.append(Action("exchange", lambda state, pairs=step.pairs: exchanger.swap_bits([state], pairs)))
+            else:
+                steps.append(GateStep(step.gate_index, plans[step.gate_index], matrices[step.gate_index]))
+        return steps
 
     def _progress_bar(self, total: int, description: str = None):
         """tqdm on rank 0 (on a terminal unless progress says otherwise); silent elsewhere."""
         hidden = True if self.comm.rank else (None if self.progress is None else not self.progress)
         return tqdm(total=total, unit="gate", desc=description, leave=False, disable=hidden)
 
-    def _result(self, circuit, schedule, plans, state, clock, gate_info, peak, exchanger, memory) -> DistributedResult:
+    def _result(self, circuit, schedule, state, loop, exchanger, memory) -> DistributedResult:
         """The rank's result, with timings (slowest rank), gate info (merged) and peak memory
         (largest) combined over the ranks."""
         comm = self.comm
-        gate_times = clock.seconds("gate")
-        slowest = [float(t) for t in comm.allreduce(gate_times + clock.seconds("exchange"), "max")]
+        gate_times, gate_info = loop.seconds(GATE), loop.gate_info
+        slowest = [float(t) for t in comm.allreduce(gate_times + loop.seconds("exchange"), "max")]
         gate_times, exchange_times = slowest[:len(gate_times)], slowest[len(gate_times):]
         per_rank_info = comm.allgather_object(gate_info)
         merged = [merge_call_infos([infos[i] for infos in per_rank_info]) for i in range(len(gate_info))]
@@ -179,8 +165,8 @@ class DistributedSimulator:
         return DistributedResult(
             n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),
             gate_times_s=gate_times, gate_info=merged,
-            gate_flops=[8.0 * (1 << circuit.n_qubits) * plan.k for plan in plans],
-            peak_memory_bytes=int(comm.allreduce([peak.peak()], "max")[0]), memory_measure=peak.measure,
+            gate_flops=loop.gate_flops(circuit.n_qubits),
+            peak_memory_bytes=int(comm.allreduce([loop.memory.peak()], "max")[0]), memory_measure=loop.memory.measure,
             backend_options=self.backend.options, backend_statistics=comm.allgather_object(self.backend.statistics()),
             comm=comm, layout=schedule.final, exchange_times_s=exchange_times, exchanges=exchanges,
             memory_plan=memory, implementation=self.backend.implementation(self.device.on_gpu),
@@ -205,19 +191,3 @@ class DistributedSimulator:
         bar.close()
         self.device.synchronize()
         return accuracy_report(state, hi, lo, comm=self.comm)
-
-
-class _StepTimers:
-    """The single-device engine's gate timer (CUDA events or perf_counter), one per kind of step."""
-
-    def __init__(self, device):
-        self.timers = {"gate": _GateTimer(device), "exchange": _GateTimer(device)}
-
-    def time(self, kind: str, function, *args):
-        self.timers[kind].start()
-        value = function(*args)
-        self.timers[kind].stop()
-        return value
-
-    def seconds(self, kind: str) -> list:
-        return self.timers[kind].elapsed()
