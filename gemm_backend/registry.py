@@ -178,6 +178,23 @@ def parse_option(name: str, option: str, text: str):
         raise BackendError(f"backend {name!r}: option {option} must be {exc}, got {text!r}") from None
 
 
+def parse_label(label: str) -> tuple:
+    """(backend name, options) of a backend label "name" or "name@option=value[@option=value]",
+    e.g. "int8-auto@rho=0" or "int8-9@fused=false", each value read by parse_option: the one
+    syntax of a backend with options in `qsim run --backend`, `qsim compare --backends` and the
+    benchmark scripts. BackendError for a malformed label or an option given twice."""
+    name, *pairs = label.split("@")
+    options = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise BackendError(f"backend label {label!r}: write options as name@option=value")
+        if key in options:
+            raise BackendError(f"backend label {label!r} gives option {key} twice; give it once")
+        options[key] = parse_option(name, key, text)
+    return name, options
+
+
 def _check_taken(name: str, entry: BackendEntry, options) -> None:
     unknown = sorted(set(options) - set(entry.options))
     if unknown:

@@ -170,9 +170,7 @@ def _backend_options(args) -> dict:
 def _run_backend(args) -> tuple:
     """(registry name, options) of `run --backend`, which takes compare's labels too
     (name@option=value, e.g. cublas@dmma_min_qubits=7); an option given both ways must agree."""
-    from .compare import parse_label
-
-    name, label_options = parse_label(args.backend)
+    name, label_options = gemm_backend.parse_label(args.backend)
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
     for key, value in label_options.items():
         if key in options and options[key] != value:
@@ -312,14 +310,14 @@ def _run_distributed(args, circuit, source, progress) -> int:
 
 
 def _compare(args) -> int:
-    from .compare import compare_backends, format_table, parse_label, plot_accuracy_vs_time
+    from .compare import compare_backends, format_table, plot_accuracy_vs_time
 
     circuit, source, fuse = _build_circuit(args)
     names = [name.strip() for name in args.backends.split(",") if name.strip()]
     if not names:
         raise CircuitError("--backends needs at least one backend name")
     options = {k: v for k, v in _backend_options(args).items() if v is not None}
-    per_backend = {label: _options_for(parse_label(label)[0], options) for label in names}
+    per_backend = {label: _options_for(gemm_backend.parse_label(label)[0], options) for label in names}
     unused = sorted(set(options) - {k for taken in per_backend.values() for k in taken})
     if unused:
         flags = ", ".join(gemm_backend.OPTION_SPECS[name].flag for name in unused)
@@ -332,7 +330,7 @@ def _compare(args) -> int:
                   f" only ({', '.join(skipped)} take{'s' if len(skipped) == 1 else ''} no {option})",
                   file=_text_stream(args))
     # every backend runs the same gates; automatic fusion follows the first backend's cost model
-    first_name, first_options = parse_label(names[0])
+    first_name, first_options = gemm_backend.parse_label(names[0])
     first = gemm_backend.get(first_name, **{**first_options, **per_backend[names[0]]})
     circuit = _fuse(circuit, source, fuse, first, resolve_device(args.device).on_gpu)
     report = compare_backends(circuit, names, device=args.device, backend_options=per_backend,

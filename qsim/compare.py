@@ -67,26 +67,10 @@ def compare_backends(circuit: Circuit, backends, device="auto", backend_options=
     }
 
 
-def parse_label(label: str) -> tuple:
-    """(registry name, options) of a backend label "name" or "name@option=value[@option=value]",
-    e.g. "int8-auto@rho=0" or "int8-9@fused=false"; each value is read as the registry's table
-    says for that option (gemm_backend.parse_option: true/false or 1/0 for flags, numbers)."""
-    name, *pairs = label.split("@")
-    options = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key:
-            raise SimulationError(f"backend label {label!r}: write options as name@option=value")
-        if key in options:
-            raise SimulationError(f"backend label {label!r} gives option {key} twice; give it once")
-        options[key] = gemm_backend.parse_option(name, key, text)
-    return name, options
-
-
 def _backend_run(label: str, backend_options: dict) -> tuple:
     """(label, registry name, options) of one backend of a comparison, after building it once so
     that a bad name or option fails before the reference and the backends listed before it run."""
-    name, own_options = parse_label(label)
+    name, own_options = gemm_backend.parse_label(label)
     options = {**backend_options.get(label, {}), **own_options}
     gemm_backend.get(name, **options)
     return label, name, options

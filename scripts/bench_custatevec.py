@@ -47,7 +47,7 @@ import circuits  # noqa: E402
 from circuits import Circuit, CircuitError, Gate, Measure, brickwork  # noqa: E402
 from gemm_backend.arrays import cupy_module, gpu_available  # noqa: E402
 from qsim import SimulationError, Simulator  # noqa: E402
-from qsim.compare import parse_label  # noqa: E402
+from gemm_backend import parse_label  # noqa: E402
 from qsim.output import atomic_output, check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, print_table  # noqa: E402
 

@@ -22,7 +22,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 import gemm_backend  # noqa: E402
 from circuits import haar_unitary  # noqa: E402
 from qsim.apply import apply_plan, apply_plan_pair, plan_gate  # noqa: E402
-from qsim.compare import parse_label  # noqa: E402
+from gemm_backend import parse_label  # noqa: E402
 from qsim.device import resolve_device  # noqa: E402
 from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
 from timing import copy_bandwidth, median_time, print_table  # noqa: E402

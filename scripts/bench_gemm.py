@@ -59,7 +59,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"])
-    parser.add_argument("--backends", default=DEFAULT_BACKENDS, help="comma-separated registry names (`qsim backends`)")
+    parser.add_argument("--backends", default=DEFAULT_BACKENDS,
+                        help="comma-separated registry names (`qsim backends`), each optionally name@option=value")
     parser.add_argument("--option", action="append", default=[], metavar="[BACKEND:]KEY=VALUE",
                         help="backend option, for every backend that takes KEY or only for BACKEND; repeatable")
     parser.add_argument("--shapes", nargs="+", default=["square", "state"], choices=["square", "state"])
@@ -93,10 +94,14 @@ def parse_args(argv=None):
 
 
 def parse_options(specs: list, backend_names: list) -> dict:
-    """{backend name: {key: value}} from [BACKEND:]KEY=VALUE specs (values read as the registry's
-    table says, gemm_backend.parse_option). Without BACKEND an option goes to every backend that
-    accepts it (rho: int8-auto, not int8-<s>), and must suit at least one."""
-    options = {name: {} for name in backend_names}
+    """{backend label: {key: value}} from the labels' own options (gemm_backend.parse_label:
+    name@option=value) and [BACKEND:]KEY=VALUE specs (values read by gemm_backend.parse_option).
+    Without BACKEND an option goes to every backend that accepts it (rho: int8-auto, not
+    int8-<s>), and must suit at least one."""
+    try:
+        options = {label: gemm_backend.parse_label(label)[1] for label in backend_names}
+    except gemm_backend.BackendError as exc:
+        raise SystemExit(f"--backends: {exc}") from None
     for spec in specs:
         target, _, assignment = spec.rpartition(":")
         key, sep, text = assignment.partition("=")
@@ -105,14 +110,15 @@ def parse_options(specs: list, backend_names: list) -> dict:
         if target and target not in options:
             raise SystemExit(f"--option {spec!r}: backend {target!r} is not in --backends")
         rejections = []
-        for name in [target] if target else backend_names:
+        for label in [target] if target else backend_names:
+            name = gemm_backend.parse_label(label)[0]
             try:
                 value = gemm_backend.parse_option(name, key, text)
-                gemm_backend.get(name, **options[name], **{key: value})
+                gemm_backend.get(name, **options[label], **{key: value})
             except gemm_backend.BackendError as exc:
                 rejections.append(str(exc))
                 continue
-            options[name][key] = value
+            options[label][key] = value
         if len(rejections) == (1 if target else len(backend_names)):
             raise SystemExit(f"--option {spec!r}: " + "; ".join(rejections))
     return options
@@ -267,7 +273,7 @@ def main(argv=None) -> int:
     names = [name.strip() for name in args.backends.split(",") if name.strip()]
     options = parse_options(args.option, names)
     try:
-        backends = [gemm_backend.get(name, **options[name]) for name in names]
+        backends = [gemm_backend.get(gemm_backend.parse_label(label)[0], **options[label]) for label in names]
     except gemm_backend.BackendError as exc:
         raise SystemExit(f"error: {exc}") from None
     cases = shapes(args, device.kind)

@@ -127,3 +127,14 @@ def test_option_text_of_the_wrong_kind_is_refused(name, option, text, message):
 def test_backends_taking_an_option():
     assert gemm_backend.backends_taking("target_error") == ["int8-auto"]
     assert gemm_backend.backends_taking("fused") == ["int8-auto", "int8-<s>"]
+
+
+def test_parse_label_reads_options_by_the_table():
+    assert gemm_backend.parse_label("int8-auto") == ("int8-auto", {})
+    assert gemm_backend.parse_label("int8-9@fused=FALSE@workspace_bytes=4096") == (
+        "int8-9", {"fused": False, "workspace_bytes": 4096})
+    for label, message in (("cublas@", "write options as name@option=value"),
+                           ("int8-auto@rho=1@rho=2", "gives option rho twice"),
+                           ("int8-9@rho=1", "takes no option rho")):
+        with pytest.raises(BackendError, match=message):
+            gemm_backend.parse_label(label)
