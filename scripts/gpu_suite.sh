@@ -4,7 +4,7 @@
 #   bash scripts/gpu_suite.sh OUTDIR [tests|bench|all|trajectories|distributed]
 # (trajectories: the monitored-brickwork benchmark alone, N = 28, d = 2 and 5, p = 0.1, 100 trajectories)
 # distributed (a machine of 2+ GPUs): the distributed GPU tests with the 2-GPU comparison at
-# QSIM_MULTI_GPU_QUBITS (default 28), then scripts/bench_distributed.py for BENCH_MINUTES (default 5).
+# QSIM_MULTI_GPU_QUBITS (default 28), then scripts/bench/bench_distributed.py for BENCH_MINUTES (default 5).
 # Wheels for qiskit (not installed there) are taken from .whl/ when present.
 set -uo pipefail
 out=${1:-out}; what=${2:-all}
@@ -21,16 +21,16 @@ if [[ $what == tests || $what == all ]]; then
   python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
 fi
 if [[ $what == bench || $what == all ]]; then
-  python3 scripts/bench_gates.py --qubits 28 30 --device gpu --compare-cublas-only --json "$out/bench_gates.json" \
+  python3 scripts/bench/bench_gates.py --qubits 28 30 --device gpu --compare-cublas-only --json "$out/bench_gates.json" \
     2>&1 | tee "$out/bench_gates.log"
 fi
 if [[ $what == trajectories ]]; then
-  python3 scripts/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 100 --device gpu \
+  python3 scripts/bench/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 100 --device gpu \
     --json "$out/bench_trajectories.json" 2>&1 | tee "$out/bench_trajectories.log"
 fi
 if [[ $what == distributed ]]; then
   QSIM_MULTI_GPU_QUBITS=${QSIM_MULTI_GPU_QUBITS:-28} python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/test_distributed_gpu.py 2>&1 | tee "$out/distributed_tests.log" | tail -20
-  python3 scripts/bench_distributed.py --gpus "$(nvidia-smi -L | wc -l)" --max-minutes "${BENCH_MINUTES:-5}" \
+  python3 scripts/bench/bench_distributed.py --gpus "$(nvidia-smi -L | wc -l)" --max-minutes "${BENCH_MINUTES:-5}" \
     --json "$out/bench_distributed.json" 2>&1 | tee "$out/bench_distributed.log" | tail -30
 fi

@@ -1,6 +1,6 @@
-"""scripts/bench_custatevec.py: the parts that need no GPU (library lookup, the no-GPU exit, the
+"""scripts/bench/bench_custatevec.py: the parts that need no GPU (library lookup, the no-GPU exit, the
 floor and summary arithmetic, the target order and matrix layout handed to cuStateVec, the chunked
-comparison, the --qasm/--fuse circuit and its refusals); scripts/make_random_qasm.py."""
+comparison, the --qasm/--fuse circuit and its refusals); scripts/bench/make_random_qasm.py."""
 import ctypes
 import importlib.util
 import json
@@ -18,7 +18,7 @@ from gemm_backend.arrays import gpu_available
 from qsim import Simulator
 from .dense import dense_operator, dense_state
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "bench"
 SCRIPT = SCRIPTS / "bench_custatevec.py"
 
 
@@ -344,7 +344,7 @@ def test_a_program_that_is_not_unitary_exits_without_a_traceback(tmp_path):
     assert "is not unitary: operation 1 resets qubits [1]" in proc.stderr and proc.stderr.count("\n") == 1
 
 
-# -- scripts/make_random_qasm.py -------------------------------------------------------------
+# -- scripts/bench/make_random_qasm.py -------------------------------------------------------------
 def test_random_qasm_is_seeded_readable_and_the_random_circuit(tmp_path, capsys):
     from qiskit.quantum_info import Statevector
 

@@ -1,11 +1,11 @@
-"""scripts/bench_distributed.py end to end on simulated CPU ranks (a smoke test: the script runs,
+"""scripts/bench/bench_distributed.py end to end on simulated CPU ranks (a smoke test: the script runs,
 writes its JSON and table; no timing is checked)."""
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_distributed.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_distributed.py"
 
 
 def test_bench_runs_every_fitting_configuration_and_agrees_with_one_gpu(tmp_path):

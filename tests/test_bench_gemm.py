@@ -1,4 +1,4 @@
-"""scripts/bench_gemm.py's double-double reference: sized to the free memory, on blocks of B's
+"""scripts/bench/bench_gemm.py's double-double reference: sized to the free memory, on blocks of B's
 columns, and refused before any timing when not even one column fits (it used to allocate
 all of B's slices after the timed runs: 64 GiB at 16384^3)."""
 import importlib.util
@@ -11,7 +11,7 @@ import pytest
 from gemm_backend.doubledouble import matmul_dd, matmul_dd_bytes
 from qsim.device import Device
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_gemm.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_gemm.py"
 
 
 def _load():

@@ -145,7 +145,7 @@ def test_a_link_stays_a_link_and_a_replaced_file_keeps_its_mode(tmp_path):
     assert target.stat().st_mode & 0o777 == 0o640 and leftovers(tmp_path) == []
 
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "bench"
 
 
 @pytest.mark.parametrize("script, arguments", [

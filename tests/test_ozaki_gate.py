@@ -94,7 +94,7 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
                                                               (2, False, 1), (1, True, 1), (4, False, 1), (1, False, 3),
                                                               (1, True, 3), (1, False, 4)])
 def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per_sm, rng):
-    """The shapes scripts/dev_fused_variants.py times, against the CPU tiles."""
+    """The shapes scripts/dev/fused_variants.py times, against the CPU tiles."""
     import cupy as cp
 
     from gemm_backend.ozaki.gate import apply_fused_gate

@@ -1,7 +1,7 @@
 """Write an OpenQASM 2 file: a seeded random circuit of 1- and 2-qubit gates on N qubits, for
-scripts/bench_custatevec.py --qasm.
+scripts/bench/bench_custatevec.py --qasm.
 
-    python scripts/make_random_qasm.py 30 random30.qasm --depth 10 --seed 1
+    python scripts/bench/make_random_qasm.py 30 random30.qasm --depth 10 --seed 1
 
 qiskit.circuit.random.random_circuit (max_operands=2, half the gates of each kind, no measurement)
 draws the gates; they are written in the basis u, cx, which circuits.from_qasm reads. The same
@@ -11,13 +11,11 @@ equals the random circuit's up to one.
 """
 import argparse
 import sys
-from pathlib import Path
 
 from qiskit import qasm2, transpile
 from qiskit.circuit.random import random_circuit
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
-from qsim.output import atomic_output, check_output_path_or_exit  # noqa: E402
+from qsim.output import atomic_output, check_output_path_or_exit
 
 DEFAULT_DEPTH = 10
 BASIS = ["u", "cx"]

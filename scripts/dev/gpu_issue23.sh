@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU checks and benchmarks of issue 23 (int8-auto's FP64-accuracy contract and scheme choice):
-#   bash scripts/gpu_issue23.sh tests    -> the gpu-marked INT8 tests (CPU/GPU bits with the new default)
-#   bash scripts/gpu_issue23.sh square   -> "Must show": square 8192^3 and 16384^3 complex, phi = 1 and 4:
+#   bash scripts/dev/gpu_issue23.sh tests    -> the gpu-marked INT8 tests (CPU/GPU bits with the new default)
+#   bash scripts/dev/gpu_issue23.sh square   -> "Must show": square 8192^3 and 16384^3 complex, phi = 1 and 4:
 #                                           cublas, int8-auto (its scheme and counts), int8-crt-14..16,
 #                                           error mean / max / normwise against double-double on 64 x 256 entries
-#   bash scripts/gpu_issue23.sh headline -> the N = 30, d = 5, depth-20 brickwork (seed 1): time with cublas,
+#   bash scripts/dev/gpu_issue23.sh headline -> the N = 30, d = 5, depth-20 brickwork (seed 1): time with cublas,
 #                                           the new default, bound=worst-case (the former default) and rho = 1;
 #                                           accuracy of each against double-double (qsim compare)
 # Outputs (logs, JSON) go to $OUT (or ./out).
@@ -18,12 +18,12 @@ tests)
     tests/test_ozaki_gate.py 2>&1 | tee "$out/gpu_tests.log" | tail -8
   ;;
 square)
-  python3 scripts/bench_gemm.py --device gpu --backends cublas,int8-auto,int8-crt-14,int8-crt-15,int8-crt-16 \
+  python3 scripts/bench/bench_gemm.py --device gpu --backends cublas,int8-auto,int8-crt-14,int8-crt-15,int8-crt-16 \
     --shapes square --sizes 8192 16384 --inputs phi --phi 1 4 --error-rows 64 --error-cols 256 --repeats 3 \
     --json "$out/square_contract.json" 2>&1 | tail -24
   ;;
 headline)
-  python3 scripts/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1 --json "$out/gate_plans30.json"
+  python3 scripts/dev/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1 --json "$out/gate_plans30.json"
   for label in cublas int8-auto int8-auto@bound=worst-case int8-auto@rho=1; do
     python3 -m qsim.cli run --qubits 30 --gate-size 5 --depth 20 --seed 1 --backend "$label" --device gpu \
       --no-progress --json "$out/run30_${label//[@=]/_}.json" 2>&1 | tail -14

@@ -1,6 +1,6 @@
 """Weak and strong scaling of the distributed engine: time per gate split into compute and exchange.
 
-    NCCL_NVLS_ENABLE=0 python scripts/bench_distributed.py --gpus 2 --json out/bench_distributed.json
+    NCCL_NVLS_ENABLE=0 python scripts/bench/bench_distributed.py --gpus 2 --json out/bench_distributed.json
 
 Runs brickwork circuits (gate size 5, depth 10 by default) of N = 31..34 qubits on P = 1, 2, 4
 GPUs, every (N, P) whose per-GPU slice fits (--max-local-qubits, 32 = 64 GiB for a 141 GB H200)
@@ -16,15 +16,13 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from circuits import brickwork  # noqa: E402
-from qsim.distributed import DistributedSimulator, run_simulated  # noqa: E402
-from qsim.distributed.launcher import launch  # noqa: E402
-from qsim.errors import SimulationError  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
-from timing import print_table  # noqa: E402
+from circuits import brickwork
+from qsim.distributed import DistributedSimulator, run_simulated
+from qsim.distributed.launcher import launch
+from qsim.errors import SimulationError
+from qsim.output import check_output_path_or_exit, write_json
+from qsim.benchmarking import print_table
 
 QUBITS = (31, 32, 33, 34)
 GPU_COUNTS = (1, 2, 4)

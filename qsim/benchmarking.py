@@ -1,4 +1,6 @@
-"""Timing helpers shared by the benchmark scripts: CUDA events on the GPU, perf_counter on the CPU."""
+"""Helpers of the benchmark and experiment scripts (scripts/bench, scripts/dev), installed with the
+package so that every script finds them: timing by CUDA events on the GPU and perf_counter on the
+CPU, the copy bandwidth, target choices and text tables."""
 import time
 
 import numpy as np
@@ -50,3 +52,10 @@ def print_table(rows: list, columns: list) -> None:
     print("  ".join(h.rjust(w) for h, w in zip(headers, widths)))
     for c in cells:
         print("  ".join(v.rjust(w) for v, w in zip(c, widths)))
+
+
+def first_targets(n_qubits: int, d: int, names) -> list:
+    """The first target qubits asked for: integers, 'middle' or 'top'."""
+    named = {"middle": (n_qubits - d) // 2, "top": n_qubits - d}
+    targets = [named[n] if n in named else int(n) for n in names]
+    return sorted({q for q in targets if 0 <= q <= n_qubits - d})

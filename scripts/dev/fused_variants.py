@@ -3,22 +3,19 @@ multiprocessor) under int8-auto's own plan for each gate, for several gate sizes
 targets, against the memory floor measured in the same run. The default shape is tagged "d",
 the fastest variant per (d, q) is starred. Prints one short table.
 
-    python scripts/dev_fused_variants.py --qubits 30 --gate-sizes 3 4 5 6 --targets 0 1 12 top
+    python scripts/dev/fused_variants.py --qubits 30 --gate-sizes 3 4 5 6 --targets 0 1 12 top
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-import gemm_backend  # noqa: E402
-from bench_gates import first_targets  # noqa: E402
-from circuits import haar_unitary  # noqa: E402
-from gemm_backend.ozaki.gate import apply_fused_gate, default_shape, plan_launch  # noqa: E402
-from timing import copy_bandwidth, median_time  # noqa: E402
+import gemm_backend
+from qsim.benchmarking import first_targets
+from circuits import haar_unitary
+from gemm_backend.ozaki.gate import apply_fused_gate, default_shape, plan_launch
+from qsim.benchmarking import copy_bandwidth, median_time
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor)
 VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1),

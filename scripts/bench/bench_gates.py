@@ -9,30 +9,20 @@ backend's time (the baseline, measured in the same run), the kernel path, the IN
 --error the error of that one gate against a double-double application of it
 (||out - ref||_2 / ||ref||_2, on a fresh copy of the state).
 
-    python scripts/bench_gates.py --qubits 28 30 --gate-sizes 2 3 4 5 6 --backends cublas,int8-auto,int8-8 \\
+    python scripts/bench/bench_gates.py --qubits 28 30 --gate-sizes 2 3 4 5 6 --backends cublas,int8-auto,int8-8 \\
         --targets 0 2 middle top --scattered spread gaps top0 --error --json out.json
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import gemm_backend  # noqa: E402
-from circuits import haar_unitary  # noqa: E402
-from qsim.apply import apply_plan, apply_plan_pair, plan_gate  # noqa: E402
-from gemm_backend import parse_label  # noqa: E402
-from qsim.device import resolve_device  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
-from timing import copy_bandwidth, median_time, print_table  # noqa: E402
-
-
-def first_targets(n_qubits: int, d: int, names) -> list:
-    """The first target qubits asked for: integers, 'middle' or 'top'."""
-    named = {"middle": (n_qubits - d) // 2, "top": n_qubits - d}
-    targets = [named[n] if n in named else int(n) for n in names]
-    return sorted({q for q in targets if 0 <= q <= n_qubits - d})
+import gemm_backend
+from circuits import haar_unitary
+from qsim.apply import apply_plan, apply_plan_pair, plan_gate
+from gemm_backend import parse_label
+from qsim.device import resolve_device
+from qsim.output import check_output_path_or_exit, write_json
+from qsim.benchmarking import copy_bandwidth, first_targets, median_time, print_table
 
 
 SCATTERED_SETS = ("spread", "gaps", "top0", "unsorted")

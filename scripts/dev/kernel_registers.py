@@ -1,15 +1,14 @@
 """Registers and local (spill) bytes of the fused INT8 and DMMA gate kernels, for the kernel
-sources of several trees (e.g. . and .old): python scripts/dev_kernel_registers.py . .old"""
+sources of several trees (e.g. . and .old): python scripts/dev/kernel_registers.py . .old"""
 import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-import gemm_backend  # noqa: E402
-from gemm_backend.ozaki.gate import plan_launch  # noqa: E402
+import gemm_backend
+from gemm_backend.ozaki.gate import plan_launch
 from gemm_backend.kernel_launch import persistent_blocks  # noqa: F401,E402
 
 

@@ -8,20 +8,18 @@ tensor-core rate, and the whole backend call; prints ms per stage and the
 whole call's share that the stages of all tiles explain. Development script: the figures that
 matter go to BENCHMARKS.md through bench_gemm.py.
 
-    python scripts/dev_crt_stages.py --square 8192 16384 --moduli 14 16 --alignments 1 256
-    python scripts/dev_crt_stages.py --state 30:8 --moduli 14
+    python scripts/dev/crt_stages.py --square 8192 16384 --moduli 14 16 --alignments 1 256
+    python scripts/dev/crt_stages.py --state 30:8 --moduli 14
 """
 import argparse
 import sys
-from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from gemm_backend import cublas_ex  # noqa: E402
-from gemm_backend.ozaki import crt_backend as ozaki_crt  # noqa: E402
-from gemm_backend.arrays import cupy_module  # noqa: E402
-from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks  # noqa: E402
-from gemm_backend.kernel_launch import launch_per_element, row_stride  # noqa: E402
-from timing import median_time, print_table  # noqa: E402
+from gemm_backend import cublas_ex
+from gemm_backend.ozaki import crt_backend as ozaki_crt
+from gemm_backend.arrays import cupy_module
+from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks
+from gemm_backend.kernel_launch import launch_per_element, row_stride
+from qsim.benchmarking import median_time, print_table
 
 COLUMNS = [("case", "case", "{}"), ("m", "m", "{}"), ("align", "align", "{}"), ("tile", "tile r x c", "{}"), ("tiles", "tiles", "{}"),
            ("scales", "scales ms", "{:.2f}"), ("residues", "residues ms", "{:.2f}"), ("gemm", "batched ms", "{:.2f}"),

@@ -1,10 +1,10 @@
 """The brickwork circuit of `qsim run`, or a QASM program, end to end, through NVIDIA cuStateVec and our engine.
 
-    python scripts/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \\
+    python scripts/bench/bench_custatevec.py --qubits 30 --gate-size 5 --depth 20 --seed 1 \\
         --backends cublas,int8-auto --json out.json [--custatevec-lib PATH]
-    python scripts/bench_custatevec.py --qasm qft30.qasm --fuse 2 --backends cublas,int8-auto --json out.json
-    python scripts/bench_custatevec.py --qasm qft30.qasm --fuse 0 --save-circuit qft30.npz   # no GPU needed
-    python scripts/bench_custatevec.py --circuit qft30.npz --fuse 2 --backends cublas,int8-auto
+    python scripts/bench/bench_custatevec.py --qasm qft30.qasm --fuse 2 --backends cublas,int8-auto --json out.json
+    python scripts/bench/bench_custatevec.py --qasm qft30.qasm --fuse 0 --save-circuit qft30.npz   # no GPU needed
+    python scripts/bench/bench_custatevec.py --circuit qft30.npz --fuse 2 --backends cublas,int8-auto
 
 --save-circuit writes the gates that would run (after fusion, none with --fuse 0) and their source
 to an .npz and exits; --circuit runs such a file (fused further by --fuse K), so a machine without
@@ -40,20 +40,19 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO_ROOT / "scripts"), str(REPO_ROOT)]
-import gemm_backend  # noqa: E402
-import circuits  # noqa: E402
-from circuits import Circuit, CircuitError, Gate, Measure, brickwork  # noqa: E402
-from gemm_backend.arrays import cupy_module, gpu_available  # noqa: E402
-from qsim import SimulationError, Simulator  # noqa: E402
-from gemm_backend import parse_label  # noqa: E402
-from qsim.output import atomic_output, check_output_path_or_exit, write_json  # noqa: E402
-from timing import copy_bandwidth, print_table  # noqa: E402
+import gemm_backend
+import circuits
+from circuits import Circuit, CircuitError, Gate, Measure, brickwork
+from gemm_backend.arrays import cupy_module, gpu_available
+from qsim import SimulationError, Simulator
+from gemm_backend import parse_label
+from qsim.output import atomic_output, check_output_path_or_exit, write_json
+from qsim.benchmarking import copy_bandwidth, print_table
 
 CUDA_C_64F = 5  # cudaDataType_t of complex128, for the state and the matrices
 MATRIX_LAYOUT_ROW = 1  # custatevecMatrixLayout_t: numpy's C order
 COMPUTE_64F = 16  # custatevecComputeType_t: FP64 arithmetic, as our engine
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: a cuStateVec build beside it, its git HEAD
 WHEEL_UNZIP_DIR = Path("/tmp/cusv")
 GET_CUSTATEVEC = ("pip download --no-deps --only-binary=:all: --python-version 3.12 "
                   "--platform manylinux2014_x86_64 -d .cusv custatevec-cu13")

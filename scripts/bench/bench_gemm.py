@@ -16,31 +16,29 @@ Inputs (--inputs): "phi", the seed paper's uniform(-0.5, 0.5) * exp(phi * normal
 every value of --phi; "normal", standard normal; "uniform", uniform on (0, 1]; real and imaginary
 parts drawn independently. Never zeros: an input without a nonzero entry stops the run.
 
-    python scripts/bench_gemm.py --device gpu --backends cublas,int8-9,int8-13,int8-auto \\
+    python scripts/bench/bench_gemm.py --device gpu --backends cublas,int8-9,int8-13,int8-auto \\
         --shapes square state --qubits 28 --json bench.json
-    python scripts/bench_gemm.py --device cpu --sizes 256 --qubits 14 --gate-sizes 5 6
-    python scripts/bench_gemm.py --backends int8-auto --option rho=1 --option workspace_bytes=8589934592
-    python scripts/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-15,int8-crt-16 \
+    python scripts/bench/bench_gemm.py --device cpu --sizes 256 --qubits 14 --gate-sizes 5 6
+    python scripts/bench/bench_gemm.py --backends int8-auto --option rho=1 --option workspace_bytes=8589934592
+    python scripts/bench/bench_gemm.py --device gpu --backends cublas,int8-crt-14,int8-crt-15,int8-crt-16 \
         --shapes square --sizes 8192 16384 --error-cols 256 --option workspace_bytes=17179869184
-    python scripts/bench_gemm.py --device gpu --backends cublas,int8-auto,int8-crt-15,int8-crt-16 \
+    python scripts/bench/bench_gemm.py --device gpu --backends cublas,int8-auto,int8-crt-15,int8-crt-16 \
         --shapes square --sizes 8192 16384 --inputs phi --phi 1 4 --error-rows 64 --error-cols 256 \
         --repeats 3 --json square_contract.json
 """
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import gemm_backend  # noqa: E402
-from gemm_backend.arrays import to_host  # noqa: E402
-from gemm_backend.doubledouble import matmul_dd, matmul_dd_bytes  # noqa: E402
-from qsim.device import resolve_device  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
-from qsim.state import MEMORY_FRACTION  # noqa: E402
-from timing import median_time, print_table  # noqa: E402
+import gemm_backend
+from gemm_backend.arrays import to_host
+from gemm_backend.doubledouble import matmul_dd, matmul_dd_bytes
+from qsim.device import resolve_device
+from qsim.output import check_output_path_or_exit, write_json
+from qsim.state import MEMORY_FRACTION
+from qsim.benchmarking import median_time, print_table
 
 DEFAULT_BACKENDS = "cublas," + ",".join(f"int8-{s}" for s in range(6, 14)) + ",int8-auto,int8-crt-14,int8-crt-16"
 DEFAULT_SQUARE_SIZES = {"gpu": [1024, 2048, 4096, 8192], "cpu": [256, 512]}

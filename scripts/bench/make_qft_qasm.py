@@ -1,18 +1,15 @@
 """Write an OpenQASM 2 file: X on a seeded random subset of qubits (a non-trivial basis input),
 then the n-qubit QFT decomposed into 1- and 2-qubit gates. Used by BENCHMARKS.md.
 
-    python scripts/make_qft_qasm.py 28 qft28.qasm --seed 7
+    python scripts/bench/make_qft_qasm.py 28 qft28.qasm --seed 7
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from qiskit import QuantumCircuit, qasm2, transpile
 from qiskit.circuit.library import QFTGate
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
-from qsim.output import atomic_output, check_output_path_or_exit  # noqa: E402
+from qsim.output import atomic_output, check_output_path_or_exit
 
 
 def main():

@@ -1,14 +1,12 @@
 """Apply one fused INT8 gate a few times (for ncu): N, d, s from the command line."""
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-import gemm_backend  # noqa: E402
-from circuits import haar_unitary  # noqa: E402
+import gemm_backend
+from circuits import haar_unitary
 
 n, d, s = (int(a) for a in sys.argv[1:4])
 rng = np.random.default_rng(1)

@@ -9,22 +9,19 @@ measurement operation (all the qubits chosen after a layer are measured jointly)
 one measurement of k qubits on a unit state of N qubits in isolation, split into the exact
 reduction (qsim.measurement.outcome_weights) and the projection, each against the floor.
 
-    python scripts/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 100 \\
+    python scripts/bench/bench_trajectories.py --qubits 28 --gate-sizes 2 5 --rate 0.1 --trajectories 100 \\
         --device gpu --json out.json
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-from circuits import monitored_brickwork  # noqa: E402
-from qsim import Simulator, measurement  # noqa: E402
-from qsim.device import resolve_device  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
-from qsim.trajectory import run_trajectories  # noqa: E402
-from timing import copy_bandwidth, median_time, print_table  # noqa: E402
+from circuits import monitored_brickwork
+from qsim import Simulator, measurement
+from qsim.device import resolve_device
+from qsim.output import check_output_path_or_exit, write_json
+from qsim.trajectory import run_trajectories
+from qsim.benchmarking import copy_bandwidth, median_time, print_table
 
 
 def bench_trajectories(args, device, floor_s):

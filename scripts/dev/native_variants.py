@@ -2,22 +2,19 @@
 multiprocessor) for several gate sizes and first targets, against the memory floor measured in
 the same run; the fastest variant per (d, q) is marked. Prints one short table.
 
-    python scripts/dev_native_variants.py --qubits 30 --gate-sizes 5 6 --targets 0 1 2 3 middle top
+    python scripts/dev/native_variants.py --qubits 30 --gate-sizes 5 6 --targets 0 1 2 3 middle top
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-from bench_gates import first_targets  # noqa: E402
-from circuits import haar_unitary  # noqa: E402
-from gemm_backend.errors import BackendError  # noqa: E402
-from gemm_backend.native.gate import apply_native_gate, gate_fragments, launch_shape  # noqa: E402
-from timing import copy_bandwidth, median_time  # noqa: E402
+from qsim.benchmarking import first_targets
+from circuits import haar_unitary
+from gemm_backend.errors import BackendError
+from gemm_backend.native.gate import apply_native_gate, gate_fragments, launch_shape
+from qsim.benchmarking import copy_bandwidth, median_time
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor, DMMA k)
 VARIANTS = [(1, False, 2, 4), (2, False, 1, 4), (1, False, 2, 8), (2, False, 1, 8), (2, False, 2, 8), (1, True, 2, 8)]

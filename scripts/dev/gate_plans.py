@@ -6,8 +6,8 @@ gates without simulating it. With --simulate N' the circuit's gate sequence is a
 qubits on the CPU (the same gates where they fit, brickwork(N', d, depth, seed)) under each rule
 and under cublas, against the double-double reference: errors of the state beside the plans.
 
-    python scripts/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1
-    python scripts/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1 --simulate 20 --rules fp64 worst-case
+    python scripts/dev/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1
+    python scripts/dev/gate_plans.py --qubits 30 --gate-size 5 --depth 20 --seed 1 --simulate 20 --rules fp64 worst-case
 """
 import argparse
 import collections
@@ -15,12 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
-import gemm_backend  # noqa: E402
-from circuits import brickwork  # noqa: E402
-from qsim import Simulator  # noqa: E402
-from qsim.accuracy import accuracy_report  # noqa: E402
-from qsim.reference import reference_state  # noqa: E402
+import gemm_backend
+from circuits import brickwork
+from qsim import Simulator
+from qsim.accuracy import accuracy_report
+from qsim.reference import reference_state
 
 RULES = {"fp64": {}, "worst-case": {"bound": "worst-case"}, "rho0": {"rho": 0.0}}
 

@@ -7,18 +7,16 @@ of gemm_backend/ozaki/kernels/ozaki_crt.cu) on register values, 2^N elements and
 this script prints its time next to the memory floor of one gate (32 bytes per amplitude at the
 measured copy bandwidth): a lower bound on any fused Ozaki-II gate built on this arithmetic.
 
-    python scripts/dev_crt_alu_floor.py --qubits 30 --moduli 13 14 15
+    python scripts/dev/crt_alu_floor.py --qubits 30 --moduli 13 14 15
 """
 import argparse
-import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-from gemm_backend.kernel_launch import kernel_path, persistent_blocks  # noqa: E402
-from gemm_backend.ozaki.crt_backend import _device_tables  # noqa: E402
-from timing import copy_bandwidth, median_time, print_table  # noqa: E402
+from gemm_backend.kernel_launch import kernel_path, persistent_blocks
+from gemm_backend.ozaki.crt_backend import _device_tables
+from qsim.benchmarking import copy_bandwidth, median_time, print_table
 
 COLUMNS = [("moduli", "moduli", "{}"), ("residues_ms", "residues ms", "{:.1f}"),
            ("reconstruct_ms", "reconstruct ms", "{:.1f}"), ("total_ms", "total ms", "{:.1f}"),

@@ -12,23 +12,20 @@ The detailed table comes first; the compact table printed last gives, per shape 
 baselines, unblocked fp16x2, the default block, and the fastest fp16x2 whose error is at most
 2x cgemm's (the issue's goal: that one >= 4x cgemm's throughput at d >= 8).
 
-    python scripts/bench_fp16_blocks.py --device gpu --json fp16_blocks.json
-    python scripts/bench_fp16_blocks.py --device cpu          # small sizes
+    python scripts/bench/bench_fp16_blocks.py --device gpu --json fp16_blocks.json
+    python scripts/bench/bench_fp16_blocks.py --device cpu          # small sizes
 """
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
-import gemm_backend  # noqa: E402
-from gemm_backend.arrays import to_host  # noqa: E402
-from gemm_backend.doubledouble import matmul_dd  # noqa: E402
-from gemm_backend.multiword import DEFAULT_BLOCK, default_block  # noqa: E402
-from qsim.device import resolve_device  # noqa: E402
-from qsim.output import check_output_path_or_exit, write_json  # noqa: E402
-from timing import median_time, print_table  # noqa: E402
+import gemm_backend
+from gemm_backend.arrays import to_host
+from gemm_backend.doubledouble import matmul_dd
+from gemm_backend.multiword import DEFAULT_BLOCK, default_block
+from qsim.device import resolve_device
+from qsim.output import check_output_path_or_exit, write_json
+from qsim.benchmarking import median_time, print_table
 
 DISTRIBUTIONS = ("uniform", "normal")
 ACCUMULATE = ("fp32", "fp64")
