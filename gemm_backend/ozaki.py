@@ -239,7 +239,9 @@ class OzakiBackend(GemmBackend):
             if choice.scheme is None:
                 return self._finish(xp.matmul(a, b), None, "zgemm")
             if choice.scheme == OZAKI2:
-                out = OzakiCrtBackend(choice.moduli, workspace_bytes=workspace).matmul(a, b)
+                # the automatic workspace is measured again inside, after the output exists
+                own_workspace = None if self.auto_workspace else self.workspace_bytes
+                out = OzakiCrtBackend(choice.moduli, workspace_bytes=own_workspace).matmul(a, b)
                 self.ozaki2_matmuls += 1
                 self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule,
                                        "kernel": OZAKI2, **choice.info()}

@@ -139,7 +139,7 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        workspace = self.call_workspace(is_gpu_array(a))
+        workspace = self.call_workspace(is_gpu_array(a))  # after `out`: the automatic one is what is left
         row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a), workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
         tile_products = _TILE_PRODUCTS[is_gpu_array(a)]
