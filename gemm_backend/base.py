@@ -15,9 +15,6 @@ DEFAULT_WORKSPACE_BYTES = 1 << 30
 # of the memory free at call time, at least MIN_AUTO_WORKSPACE; DEFAULT_WORKSPACE_BYTES on the CPU.
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
-# The automatic workspace of one gate (apply_batched) never passes this: a run then needs the
-# state and about this much more, while larger chunks would not make a gate faster.
-GATE_WORKSPACE_BYTES = 3 << 29
 
 
 class GemmBackend:
@@ -108,12 +105,6 @@ class GemmBackend:
         free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
         return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
-    def gate_workspace(self, on_gpu: bool) -> int:
-        """The working memory of one apply_batched call: call_workspace, capped at
-        GATE_WORKSPACE_BYTES when automatic (an explicit workspace_bytes is used as given)."""
-        workspace = self.call_workspace(on_gpu)
-        return min(workspace, GATE_WORKSPACE_BYTES) if self.auto_workspace else workspace
-
     # -- a run of many gates (the simulator) --------------------------------------------------
     def warm_up(self, u, x) -> None:
         """Build everything apply_batched(u, x, .) will use (kernels, library handles) by
@@ -135,11 +126,11 @@ class GemmBackend:
 
         u: (K, K) complex128; x, out: (L, K, R) complex128 views on the same device.
         out may be x itself: then the product is done in place, chunk by chunk, with at
-        most `gate_workspace(...)` (workspace_bytes unless automatic) of extra memory.
+        most `call_workspace(...)` (workspace_bytes unless automatic) of extra memory.
         """
         n_left, k, n_right = x.shape
         row_bytes = self.workspace_bytes_per_row(k, k) + 32 * k  # + transposed copy and result
-        max_columns = max(1, self.gate_workspace(is_gpu_array(x)) // row_bytes)
+        max_columns = max(1, self.call_workspace(is_gpu_array(x)) // row_bytes)
         u_t = u.T
         chunk_infos = []
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):

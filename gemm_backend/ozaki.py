@@ -276,7 +276,7 @@ class OzakiBackend(GemmBackend):
             apply_fused_gate(u, x, out, plan, launch, self._deferred_flag)
             kernel = "fused"
         else:
-            self._apply_tiles(u, x, out, plan, self.gate_workspace(on_gpu))
+            self._apply_tiles(u, x, out, plan, self.call_workspace(on_gpu))
             kernel = "tiles"
         self._finish(None, plan, kernel, statistics, gate=True)
 
@@ -325,7 +325,7 @@ class OzakiBackend(GemmBackend):
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         k = x.shape[1]
         moduli = self.ozaki2_moduli(k)
-        OzakiCrtBackend(moduli, workspace_bytes=self.gate_workspace(on_gpu)).apply_batched(u, x, out)
+        OzakiCrtBackend(moduli, workspace_bytes=self.call_workspace(on_gpu)).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": moduli, "rule": self.rule, "kernel": OZAKI2}
         if self.rule == FP64:

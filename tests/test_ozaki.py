@@ -605,15 +605,3 @@ def test_gpu_apply_batched_rho_rule_matches_cpu(rng):
     gpu_backend.apply_batched(cp.asarray(u), x_gpu, x_gpu)
     assert same_bits(x_gpu.get(), expected)
     assert gpu_backend.last_call_info["splits"] == cpu_backend.last_call_info["splits"]
-
-
-def test_gate_workspace_caps_only_the_automatic_workspace(monkeypatch):
-    """A gate's automatic workspace stops at GATE_WORKSPACE_BYTES however much memory is free (a
-    run needs the state and about that much more); an explicit workspace_bytes is used as given."""
-    from gemm_backend.base import GATE_WORKSPACE_BYTES, GemmBackend
-    monkeypatch.setattr(GemmBackend, "call_workspace",
-                        lambda self, on_gpu: 48 << 30 if self.auto_workspace and on_gpu else self.workspace_bytes)
-    automatic = gemm_backend.get("int8-auto")
-    explicit = gemm_backend.get("int8-auto", workspace_bytes=5 << 30)
-    assert automatic.gate_workspace(True) == GATE_WORKSPACE_BYTES < automatic.call_workspace(True)
-    assert explicit.gate_workspace(True) == 5 << 30
