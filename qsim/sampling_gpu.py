@@ -3,8 +3,9 @@ of 2^BLOCK_QUBITS amplitudes in one read of the state, then all shots in one lau
 search over the blocks' cumulative weights, then a scan of one block per shot).
 
 They compute the integers and picks that qsim.sampling's CPU path computes, so a seed gives the
-same outcomes on both. Device memory besides the state: the cumulative weights, 8 bytes per block
-(2^(N-6) blocks: 128 MiB at N = 30), the shots' uniforms and outcomes (16 bytes per shot).
+same outcomes on both. Device memory besides the state: the block weights and their running sum, 8
+bytes each per block (2^(N-6) blocks: 256 MiB at N = 30), the shots' uniforms and outcomes (16 bytes
+per shot).
 """
 from gemm_backend.arrays import cupy_module, to_host
 from gemm_backend.kernel_launch import THREADS, persistent_blocks
@@ -26,15 +27,15 @@ class BlockWeights:
         n_qubits = int(state.size).bit_length() - 1
         self.block_qubits = min(BLOCK_QUBITS, n_qubits)
         blocks = int(state.size) >> self.block_qubits
-        self.cumulative = cp.empty(blocks, dtype=cp.int64)
+        sums = cp.empty(blocks, dtype=cp.int64)
         self._high_total = cp.zeros(1, dtype=cp.uint64)
         self._bad = cp.zeros(1, dtype=cp.uint32)
         warps_per_block = THREADS // 32
         grid = persistent_blocks(-(-blocks // warps_per_block), BLOCKS_PER_SM)
         kernel_function("sampling.cu", "block_weights")(
-            (grid,), (THREADS,), (state, cp.int64(blocks), cp.int32(self.block_qubits), self.cumulative,
+            (grid,), (THREADS,), (state, cp.int64(blocks), cp.int32(self.block_qubits), sums,
                                   self._high_total, self._bad))
-        cp.cumsum(self.cumulative, out=self.cumulative)
+        self.cumulative = cp.cumsum(sums)
 
     def finish(self, limit: int) -> tuple:
         """(total weight as a Python int, bad): bad when a part was NaN, Inf or above 2 in magnitude,
