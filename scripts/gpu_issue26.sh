@@ -6,8 +6,10 @@
 #    memory floor and time / floor (bench_gates.py);
 # 3. the error of one gate against double-double at N = 26, d = 2..6 (first targets 0, 1, middle,
 #    top and the scattered sets): fp16x2 (fused), fp16x2@fused=false (today's path), cgemm, cublas.
-# Writes device.txt, gpu_tests.log, gates28.json, gates30.json, errors26.json, bench.log (6 files)
-# into OUTDIR and ends with a summary table. About 5-6 minutes on an H100.
+# 4. launch variants of the kernel (n-tiles per warp, blocks per multiprocessor) at N = 28, first
+#    targets 0, 1, 12 and top (scripts/dev_fp16x2_variants.py), for choosing default_shape.
+# Writes device.txt, gpu_tests.log, gates28.json, gates30.json, errors26.json, bench.log,
+# variants.log (7 files) into OUTDIR and ends with a summary table. About 6-7 minutes on an H100.
 set -uo pipefail
 out=${1:-out}
 mkdir -p "$out"
@@ -25,6 +27,9 @@ done
 python3 scripts/bench_gates.py --device gpu --qubits 26 --gate-sizes 2 3 4 5 6 --targets 0 1 middle top \
   --scattered spread gaps top0 --backends cublas,fp16x2,fp16x2@fused=false,cgemm --repeats 3 --error \
   --json "$out/errors26.json" 2>&1 | tee -a "$out/bench.log" | tail -3
+
+python3 scripts/dev_fp16x2_variants.py --qubits 28 --gate-sizes 2 3 4 5 6 --targets 0 1 12 top 2>&1 \
+  > "$out/variants.log"
 
 python3 - "$out" <<'EOF'
 import json
@@ -57,3 +62,4 @@ if path.exists():
         cells = [f"{max(r[f'{l}_error'] for r in sel):.1e} {max(r[f'{l}_x_floor'] for r in sel):5.2f}x" for l in labels]
         print(f"{d:>2} " + " ".join(f"{c:>20}" for c in cells))
 EOF
+echo; echo "launch variants (time / floor, N = 28; d: default, *: fastest)"; cat "$out/variants.log"
