@@ -19,6 +19,7 @@ git log -1 --format=%H 2>/dev/null | tee -a "$out/device.txt"
 
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_multiword_gate.py tests/test_multiword.py 2>&1 \
   | tee "$out/gpu_tests.log" | tail -15
+if [[ ${PIPESTATUS[0]} -ne 0 ]]; then echo "gpu tests failed: no benchmarks" >&2; exit 1; fi
 
 for n in 28 30; do
   python3 scripts/bench_gates.py --device gpu --qubits $n --gate-sizes 2 3 4 5 6 --targets $(seq 0 $((n - 2))) \
