@@ -18,7 +18,7 @@ from .helpers import same_bits, seed_paper_matrix
 
 KERNELS = Path(gemm_backend.__file__).resolve().with_name("kernels") / "ozaki_crt.cu"  # as installed
 HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
-TABLES = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
+TABLES = ("p", "inverse", "partial_limbs", "product_limbs")
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
 
 
@@ -67,7 +67,7 @@ def host_residues(kernels, layout, rows, scales, tables):
     kernels.host_residues(
         _pointer(rows), ctypes.c_longlong(rows.shape[0]), ctypes.c_int(layout.k), ctypes.c_int(layout.padded),
         _row_stride(rows), ctypes.c_int(layout.is_complex), _pointer(scales), ctypes.c_int(layout.plan.count),
-        *(_pointer(tables[name]) for name in ("p", "inv_p", "pow2_32", "pow2_64")), _pointer(out),
+        _pointer(tables["p"]), _pointer(out),
         ctypes.c_longlong(out.shape[1]))
     return out
 
@@ -103,7 +103,7 @@ def host_matmul(kernels, m, a, b, row_step, col_step):
             target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
             kernels.host_reconstruct(
                 _pointer(products), ctypes.c_longlong(products.shape[1]), ctypes.c_int(products.shape[2]),
-                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inv_p", "inverse")),
+                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inverse")),
                 ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
                 _pointer(np.ascontiguousarray(a_scales[rows])), _pointer(b_scales), _pointer(target), _row_stride(target))
     return out
