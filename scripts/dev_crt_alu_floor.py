@@ -39,6 +39,8 @@ def tables(moduli: int) -> dict:
 
 def time_moduli(functions: dict, moduli: int, count, repeats: int) -> dict:
     """Median seconds of the four floor kernels for one moduli count."""
+    if crt_plan(moduli).limbs not in (4, 5):
+        raise SystemExit(f"reconstruct_floor is built for 4 or 5 limbs (13..20 moduli), not {moduli} moduli")
     t = tables(moduli)
     limbs = cp.int32(t["product_limbs"].size)
     grid, block = (persistent_blocks(1 << 30, 8),), (256,)

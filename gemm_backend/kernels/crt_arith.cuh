@@ -248,61 +248,58 @@ __device__ __forceinline__ double exact_double(unsigned r)
     return __hiloint2double(0x43300000, (int)(r ^ 0x80000000u)) - 4503601774854144.0;  // 2^52 + 2^31
 }
 
-// crt.CrtAccumulator for one complex output (or a real one, in re): X' = sum_l r_l E_l in limbs.
-struct CrtSums {
+// crt.CrtAccumulator for one complex output (or a real one, in re): X' = sum_l r_l E_l in LIMBS
+// limbs (crt.CrtPlan.limbs; a template parameter, so that the limb loops have no branches).
+template <int LIMBS> struct CrtSums {
     double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {};
 
     // p1, p2, p3: the modulus's INT8 products (Karatsuba; p2, p3 unused for real ones).
     // r_re = u1 - u2 == P1 - P2 and r_im = u3 - u1 - u2 == P3 - P1 - P2 (mod p) (crt.combine_products)
     // with |r| < 2.75 p <= 704; the limb sums stay below sum_l 2.75 p_l 2^32 < 2^46 (sum_l p_l <= 4395
     // for 20 moduli): every product and sum is an exact double.
-    __device__ __forceinline__ void add(const ReconstructModulus &c, int n_limbs, bool is_complex, int p1, int p2, int p3)
+    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, int p1, int p2, int p3)
     {
         const unsigned u1 = product_residue(p1, c);
         if (!is_complex) {
-            add_limbs(re, exact_double(u1), c, n_limbs);
+            add_limbs(re, exact_double(u1), c);
             return;
         }
         const unsigned u2 = product_residue(p2, c), u3 = product_residue(p3, c);
-        add_limbs(re, exact_double(u1 - u2), c, n_limbs);
-        add_limbs(im, exact_double(u3 - u1 - u2), c, n_limbs);
+        add_limbs(re, exact_double(u1 - u2), c);
+        add_limbs(im, exact_double(u3 - u1 - u2), c);
     }
 
-    __device__ __forceinline__ static void add_limbs(double (&sums)[MAX_LIMBS], double r, const ReconstructModulus &c,
-                                                     int n_limbs)
+    __device__ __forceinline__ static void add_limbs(double (&sums)[MAX_LIMBS], double r, const ReconstructModulus &c)
     {
 #pragma unroll
-        for (int j = 0; j < MAX_LIMBS; ++j)
-            if (j < n_limbs) sums[j] = fma(r, c.limbs[j], sums[j]);
+        for (int j = 0; j < LIMBS; ++j) sums[j] = fma(r, c.limbs[j], sums[j]);
     }
 
     // crt.CrtAccumulator.result: the nearest doubles to C' 2^exponent (im only when is_complex).
-    __device__ __forceinline__ void finish(const double *product_limbs, double inv_product, int n_limbs, int exponent,
+    __device__ __forceinline__ void finish(const double *product_limbs, double inv_product, int exponent,
                                            bool is_complex, double &re_out, double &im_out)
     {
-        subtract_multiple(re, product_limbs, inv_product, n_limbs);
-        re_out = round_limbs(re, n_limbs, exponent);
+        subtract_multiple(re, product_limbs, inv_product);
+        re_out = round_limbs(re, LIMBS, exponent);
         if (is_complex) {
-            subtract_multiple(im, product_limbs, inv_product, n_limbs);
-            im_out = round_limbs(im, n_limbs, exponent);
+            subtract_multiple(im, product_limbs, inv_product);
+            im_out = round_limbs(im, LIMBS, exponent);
         }
     }
 
     // sums - n M with n = round(X'/M), C' = X' - n M (|C'| <= M/2 - M/2^32, crt.CrtPlan). |X'/M| <= sum_l
     // |r_l| |E_l| / M < 2^13, and the estimate below is within 2^-36 of it: the Horner sum of the
-    // limbs errs by at most (n_limbs - 1) 2^-53 sum_l |r_l| |E_l| (the limbs of each E_l share
-    // its sign), the products by 1/M add 3 n_limbs 2^-53 relative. So rint gives n exactly in
+    // limbs errs by at most (LIMBS - 1) 2^-53 sum_l |r_l| |E_l| (the limbs of each E_l share
+    // its sign), the products by 1/M add 3 LIMBS 2^-53 relative. So rint gives n exactly in
     // any evaluation order. |n M_j| < 2^45 and the limb sums are below 2^46: exact differences.
     __device__ __forceinline__ static void subtract_multiple(double (&sums)[MAX_LIMBS], const double *product_limbs,
-                                                             double inv_product, int n_limbs)
+                                                             double inv_product)
     {
         double estimate = 0.0;
 #pragma unroll
-        for (int j = MAX_LIMBS - 1; j >= 0; --j)
-            if (j < n_limbs) estimate = fma(estimate, 0x1p32, sums[j]);
+        for (int j = LIMBS - 1; j >= 0; --j) estimate = fma(estimate, 0x1p32, sums[j]);
         const double multiple = rint(estimate * inv_product);
 #pragma unroll
-        for (int j = 0; j < MAX_LIMBS; ++j)
-            if (j < n_limbs) sums[j] = fma(-multiple, product_limbs[j], sums[j]);
+        for (int j = 0; j < LIMBS; ++j) sums[j] = fma(-multiple, product_limbs[j], sums[j]);
     }
 };

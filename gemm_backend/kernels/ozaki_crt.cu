@@ -102,11 +102,36 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
     }
 }
 
+// crt.CrtAccumulator for every output of a tile (crt_reconstruct's loop, for LIMBS limbs).
+template <int LIMBS>
+__device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int is_complex,
+                                 int n_moduli, const ReconstructModulus *table, const double *product_limbs,
+                                 double inv_product, const int *row_scales, const int *col_scales, double *out,
+                                 long long out_stride)
+{
+    const long long count = rows * cols;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const int parts = is_complex ? 3 : 1;
+    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
+        CrtSums<LIMBS> sums;
+        for (int l = 0; l < n_moduli; ++l) {
+            const int *product = products + (long long)l * parts * count + index;
+            sums.add(table[l], is_complex, product[0], is_complex ? product[count] : 0, is_complex ? product[2 * count] : 0);
+        }
+        const long long i = index / cols;
+        const int c = (int)(index - i * cols);
+        double *o = out + i * out_stride + (long long)c * (1 + is_complex);
+        double im;
+        sums.finish(product_limbs, inv_product, -(row_scales[i] + col_scales[c]), is_complex, o[0], im);
+        if (is_complex) o[1] = im;
+    }
+}
+
 // crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols) int32
 // (parts = 3: P1, P2, P3 of Karatsuba; 1: the real product), modulus by modulus. out element
 // (i, c) is written at out[i * out_stride + c * n_out + part] for its n_out = 1 (real) or
 // 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y, partial_limbs (n_moduli, n_limbs),
-// product_limbs (n_limbs,).
+// product_limbs (n_limbs,), n_limbs in 2..MAX_LIMBS.
 extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int is_complex,
                                            int n_moduli, const double *__restrict__ moduli,
                                            const double *__restrict__ inverses, int n_limbs,
@@ -118,21 +143,16 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
     __shared__ ReconstructModulus table[MAX_MODULI];
     __shared__ double inv_product;
     load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
-    const long long count = rows * cols;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const int parts = is_complex ? 3 : 1;
-    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
-        CrtSums sums;
-        for (int l = 0; l < n_moduli; ++l) {
-            const int *product = products + (long long)l * parts * count + index;
-            sums.add(table[l], n_limbs, is_complex, product[0], is_complex ? product[count] : 0,
-                     is_complex ? product[2 * count] : 0);
-        }
-        const long long i = index / cols;
-        const int c = (int)(index - i * cols);
-        double *o = out + i * out_stride + (long long)c * (1 + is_complex);
-        double im;
-        sums.finish(product_limbs, inv_product, n_limbs, -(row_scales[i] + col_scales[c]), is_complex, o[0], im);
-        if (is_complex) o[1] = im;
+    switch (n_limbs) {
+#define CRT_LIMBS_CASE(L)                                                                                              \
+    case L:                                                                                                          \
+        reconstruct_tile<L>(products, rows, cols, is_complex, n_moduli, table, product_limbs, inv_product, row_scales, \
+                            col_scales, out, out_stride);                                                            \
+        break;
+        CRT_LIMBS_CASE(2)
+        CRT_LIMBS_CASE(3)
+        CRT_LIMBS_CASE(4)
+        CRT_LIMBS_CASE(5)
+#undef CRT_LIMBS_CASE
     }
 }

@@ -53,6 +53,27 @@ extern "C" __global__ void residues_floor(long long count, int scale, int n_modu
     atomicAdd(checksum, sum);
 }
 
+template <int LIMBS>
+__device__ double reconstruct_checksum(long long count, int n_moduli, const ReconstructModulus *table,
+                                       const double *product_limbs, double inv_product)
+{
+    double sum = 0.0;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
+        CrtSums<LIMBS> sums;
+        unsigned long long bits = mix(index);
+        for (int l = 0; l < n_moduli; ++l) {
+            bits += 0x9e3779b97f4a7c15ULL;  // three products below 2^21 from one word
+            sums.add(table[l], true, (int)(bits & 0x1fffff), (int)((bits >> 21) & 0x1fffff),
+                     (int)((bits >> 42) & 0x1fffff));
+        }
+        double re, im;
+        sums.finish(product_limbs, inv_product, -100, true, re, im);
+        sum += re + im;
+    }
+    return sum;
+}
+
 extern "C" __global__ void reconstruct_floor(long long count, int n_moduli, const double *__restrict__ moduli,
                                              const double *__restrict__ inverses, int n_limbs,
                                              const double *__restrict__ partial_limbs,
@@ -61,20 +82,8 @@ extern "C" __global__ void reconstruct_floor(long long count, int n_moduli, cons
     __shared__ ReconstructModulus table[MAX_MODULI];
     __shared__ double inv_product;
     load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
-    double sum = 0.0;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
-        CrtSums sums;
-        unsigned long long bits = mix(index);
-        for (int l = 0; l < n_moduli; ++l) {
-            bits += 0x9e3779b97f4a7c15ULL;  // three products below 2^21 from one word
-            sums.add(table[l], n_limbs, true, (int)(bits & 0x1fffff), (int)((bits >> 21) & 0x1fffff),
-                     (int)((bits >> 42) & 0x1fffff));
-        }
-        double re, im;
-        sums.finish(product_limbs, inv_product, n_limbs, -100, true, re, im);
-        sum += re + im;
-    }
+    const double sum = n_limbs == 4 ? reconstruct_checksum<4>(count, n_moduli, table, product_limbs, inv_product)
+                                    : reconstruct_checksum<5>(count, n_moduli, table, product_limbs, inv_product);
     atomicAdd(checksum, sum);
 }
 
