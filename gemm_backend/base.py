@@ -98,12 +98,14 @@ class GemmBackend:
 
     def call_workspace(self, on_gpu: bool) -> int:
         """The working memory of one call: workspace_bytes, or with the automatic workspace on
-        the GPU AUTO_WORKSPACE_FRACTION of the memory free now (cupy's pool counted as free)."""
+        the GPU AUTO_WORKSPACE_FRACTION of the device memory free now. cupy's pool first gives its
+        cached blocks back: counted as free while they stay cached, they could not serve a tile
+        larger than the largest of them (a 16384^3 product after another ran out of memory)."""
         if not self.auto_workspace or not on_gpu:
             return self.workspace_bytes
         cp = cupy_module()
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
+        cp.get_default_memory_pool().free_all_blocks()
+        return max(MIN_AUTO_WORKSPACE, int(cp.cuda.runtime.memGetInfo()[0] * AUTO_WORKSPACE_FRACTION))
 
     # -- a run of many gates (the simulator) --------------------------------------------------
     def warm_up(self, u, x) -> None:
