@@ -96,16 +96,19 @@ class GemmBackend:
         workspace sizes itself at call time)."""
         return MIN_AUTO_WORKSPACE if self.auto_workspace else self.workspace_bytes
 
-    def call_workspace(self, on_gpu: bool) -> int:
+    def call_workspace(self, on_gpu: bool, release_cache: bool = False) -> int:
         """The working memory of one call: workspace_bytes, or with the automatic workspace on
-        the GPU AUTO_WORKSPACE_FRACTION of the device memory free now. cupy's pool first gives its
-        cached blocks back: counted as free while they stay cached, they could not serve a tile
-        larger than the largest of them (a 16384^3 product after another ran out of memory)."""
+        the GPU AUTO_WORKSPACE_FRACTION of the memory free now (cupy's pool counted as free).
+        release_cache: give the pool's cached blocks back to the device first, for a call whose
+        tiles did not fit in them (a cached block split by earlier calls can serve only pieces)."""
         if not self.auto_workspace or not on_gpu:
             return self.workspace_bytes
         cp = cupy_module()
-        cp.get_default_memory_pool().free_all_blocks()
-        return max(MIN_AUTO_WORKSPACE, int(cp.cuda.runtime.memGetInfo()[0] * AUTO_WORKSPACE_FRACTION))
+        pool = cp.get_default_memory_pool()
+        if release_cache:
+            pool.free_all_blocks()
+        free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
     # -- a run of many gates (the simulator) --------------------------------------------------
     def warm_up(self, u, x) -> None:

@@ -138,17 +138,30 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        workspace = self.call_workspace(is_gpu_array(a))  # after `out`: the automatic one is what is left
-        row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a), workspace)
+        on_gpu = is_gpu_array(a)
+        workspace = self.call_workspace(on_gpu)  # after `out`: the automatic one is what is left
+        try:
+            self._multiply_tiles(a_rows, b, out_rows, layout, workspace)
+        except MemoryError:  # cupy's OutOfMemoryError is one
+            if not (self.auto_workspace and on_gpu):
+                raise
+            # free memory that sat in cached blocks too finely split for these tiles: measured
+            # again with the cache given back, every tile is redone (the bits do not depend on tiling)
+            self._multiply_tiles(a_rows, b, out_rows, layout, self.call_workspace(on_gpu, release_cache=True))
+        return out
+
+    def _multiply_tiles(self, a_rows, b, out_rows, layout: CrtLayout, workspace: int) -> None:
+        """out_rows = the product of a_rows with b, tile by tile within `workspace` bytes."""
+        on_gpu = is_gpu_array(a_rows)
+        row_step, col_step = self._tile_sizes(a_rows.shape[0], b.shape[1], layout, on_gpu, workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
-        tile_products = _TILE_PRODUCTS[is_gpu_array(a)]
-        for cols in _steps(n_cols, col_step):
+        tile_products = _TILE_PRODUCTS[on_gpu]
+        for cols in _steps(b.shape[1], col_step):
             b_rows = _transposed_rows(b, cols)
             products = tile_products(layout, b_rows, self._scales(b_rows, self.plan.b_bits, "b", col_step))
             embedded = slice(layout.width * cols.start, layout.width * cols.stop)
-            for rows in _steps(n_rows, row_step):
+            for rows in _steps(a_rows.shape[0], row_step):
                 products.multiply(a_rows[rows], a_scales[rows], out_rows[rows, embedded])
-        return out
 
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """Workspace per row of A for a complex (m, k) @ (k, n), B's share included: the
