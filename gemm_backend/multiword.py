@@ -383,19 +383,48 @@ class MultiwordFp16Backend(Fp16WordsBackend):
             bound the truncation error of the tensor cores.
         accumulate: "fp32" (round-to-nearest) or "fp64": precision of the sum of the blocks.
         workspace_bytes: working memory per call; A is processed in row chunks within it.
+        fused: gates of up to 6 qubits on the GPU in one kernel (multiword_gate.py; default True).
     """
 
     name = "fp16x2"
     description = "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation"
-    OPTIONS = ("block", "accumulate", "workspace_bytes")
+    OPTIONS = ("block", "accumulate", "workspace_bytes", "fused")
 
     def __init__(self, block=AUTO_BLOCK, accumulate: str = "fp32",
-                 workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+                 workspace_bytes: int = DEFAULT_WORKSPACE_BYTES, fused: bool = True):
         super().__init__(block, accumulate, workspace_bytes)
-        self.options = {"block": self.block, "accumulate": self.accumulate, "workspace_bytes": self.workspace_bytes}
+        from .multiword_gate import FusedGates  # that module imports this one
+
+        self.fused_gates = FusedGates(self, fused)
+        self.options = {"block": self.block, "accumulate": self.accumulate, "workspace_bytes": self.workspace_bytes,
+                        "fused": fused}
 
     def _call_info(self, layout: InnerLayout, chunks: int) -> dict:
         return {"block": layout.block, "blocks": layout.n_blocks, "accumulate": self.accumulate, "chunks": chunks}
+
+    # -- gates: the fused kernel (multiword_gate.py) on the GPU up to K = 64, else the GEMM path
+    def apply_batched(self, u, x, out):
+        if not self.fused_gates.apply_view(u, x, out):
+            super().apply_batched(u, x, out)
+            self.last_call_info["kernel"] = "gemm"
+
+    def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
+        return self.fused_gates.takes(k, on_gpu)
+
+    def takes_scattered(self, k: int, on_gpu: bool) -> bool:
+        return self.fused_gates.takes(k, on_gpu)
+
+    def apply_scattered(self, u, state, targets) -> bool:
+        return self.fused_gates.apply_scattered(u, state, targets)
+
+    def prepare(self, u) -> None:
+        self.fused_gates.prepare(u)
+
+    def start_run(self) -> None:
+        self.fused_gates.start_run()
+
+    def finish_run(self) -> None:
+        self.fused_gates.finish_run()
 
 
 class SingleFp16Backend(Fp16WordsBackend):

@@ -102,7 +102,7 @@ _ENTRIES = [
                  ("bound", "target_error", "rho", "workspace_bytes", "fused", "large_gates"), {"splits": "auto"}),
     BackendEntry("fp16x2", ".multiword", "MultiwordFp16Backend",
                  "double-fp16 words on FP16 tensor cores, blocked FP32/FP64 summation",
-                 ("block", "accumulate", "workspace_bytes")),
+                 ("block", "accumulate", "workspace_bytes", "fused")),
     BackendEntry("fp16", ".multiword", "SingleFp16Backend", "one fp16 word, FP32 accumulation (baseline)", _WORKSPACE),
     BackendEntry("cgemm", ".native.cgemm", "CgemmBackend", "complex64 GEMM (cuBLAS CGEMM / numpy), baseline", _WORKSPACE),
     BackendEntry("dd", ".doubledouble", "DoubleDoubleBackend", "double-double complex GEMM (reference)", _WORKSPACE),

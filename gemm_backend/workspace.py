@@ -38,13 +38,18 @@ class Workspace:
             raise BackendError(f"workspace_bytes must be a positive integer (bytes), got {workspace_bytes!r}")
         return cls(int(workspace_bytes))
 
-    def for_call(self, on_gpu: bool) -> int:
+    def for_call(self, on_gpu: bool, release_cache: bool = False) -> int:
         """Bytes one call may take now: the nominal size, or on the GPU for an automatic
-        workspace AUTO_WORKSPACE_FRACTION of the memory free now."""
+        workspace AUTO_WORKSPACE_FRACTION of the memory free now. release_cache: give the pool's
+        cached blocks back to the device first, for a call whose tiles did not fit in them (a
+        cached block split by earlier calls can serve only pieces)."""
         if not self.automatic or not on_gpu:
             return self.nominal
         cp = cupy_module()
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        pool = cp.get_default_memory_pool()
+        if release_cache:
+            pool.free_all_blocks()
+        free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
         return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
     def reserved(self) -> int:

@@ -9,10 +9,9 @@ of an outcome is thus an integer in units of 2^-88 whose only error is the round
 v^2 (relative 2^-53) and of each fraction (2^-89 absolute per term). The reduction runs over
 chunks of 2^REDUCTION_CHUNK_QUBITS amplitudes with a few chunk-sized buffers; only the 2^k
 integer weights of the k measured qubits come to the host (k <= MAX_JOINT_QUBITS per draw).
-Cost: the state is read once, but each chunk goes through about eight elementwise passes
-(square, split, round, convert, two reductions) of float64 temporaries, roughly 8x the memory
-floor (read + write the state once) when the chunk buffers do not stay in cache; a fused kernel
-could bring this down to one read. scripts/bench_trajectories.py measures it.
+This numpy/cupy code is the specification; a cupy state goes through the kernels of
+qsim.measurement_gpu instead (one read of the state for the weights, one pass for a collapse),
+which compute the same integers and the same bits.
 
 Projection zeroes the other outcomes and multiplies the kept amplitudes by one host-computed
 float64 scale (real parts and imaginary parts alike, a correctly rounded multiply); a reset then
@@ -24,8 +23,9 @@ import math
 
 import numpy as np
 
-from gemm_backend.arrays import array_module, to_host
+from gemm_backend.arrays import array_module, is_gpu_array, to_host
 
+from . import measurement_gpu
 from .errors import SimulationError
 
 REDUCTION_CHUNK_QUBITS = 22  # amplitudes per reduction chunk: 2^22 (64 MiB of complex128)
@@ -49,6 +49,11 @@ def outcome_weights(state, qubits) -> list:
     entry o (bit j of o = qubits[j]) is the squared norm of the amplitudes with those qubit values,
     in units of 2^-WEIGHT_UNIT_BITS. Only these integers leave the device.
     """
+    if is_gpu_array(state):
+        whole_sums, fraction_sums, bad = measurement_gpu.weight_sums(state, tuple(qubits))
+        if bad:
+            raise _norm_error()
+        return _host_weights(whole_sums, fraction_sums, qubits, list(qubits), [])  # flat bit j = qubits[j]
     xp = array_module(state)
     n_qubits = int(state.size).bit_length() - 1
     chunk_qubits = min(n_qubits, REDUCTION_CHUNK_QUBITS)
@@ -81,8 +86,7 @@ def _host_weights(whole_sums, fraction_sums, qubits, high, low) -> list:
     flat index holds the high qubits (bit i = high[i]) above the low ones (descending order)."""
     whole_list = whole_sums.tolist()
     if min(whole_list) < 0 or sum(whole_list) > MAX_SQUARED_NORM << 60:
-        raise SimulationError("the state's squared norm left [0, 4] before a measurement "
-                              "(the backend's error grew too large); cannot draw an outcome")
+        raise _norm_error()
     position = {q: j for j, q in enumerate(qubits)}
     descending_low = sorted(low, reverse=True)
     flat = np.arange(whole_sums.size, dtype=np.int64)
@@ -97,12 +101,37 @@ def _host_weights(whole_sums, fraction_sums, qubits, high, low) -> list:
     return weights
 
 
+def _norm_error() -> SimulationError:
+    return SimulationError("the state's squared norm left [0, 4] before a measurement "
+                           "(the backend's error grew too large); cannot draw an outcome")
+
+
+def collapse(state, qubits, outcome: int, weight: int, reset: bool = False) -> None:
+    """project(state, qubits, outcome, weight), then flip_to_zero(...) when reset: on the GPU in
+    one pass over the state, with the same bits."""
+    if is_gpu_array(state):
+        measurement_gpu.collapse(state, tuple(qubits), outcome, _scale(weight), reset)
+        return
+    project(state, qubits, outcome, weight)
+    if reset:
+        flip_to_zero(state, qubits, outcome)
+
+
+def _scale(weight: int) -> float:
+    """The float64 factor that brings an outcome of `weight` (units of 2^-88) to unit norm."""
+    return math.ldexp(1.0 / math.sqrt(weight), WEIGHT_UNIT_BITS // 2)
+
+
 def project(state, qubits, outcome: int, weight: int) -> None:
     """Keep only the amplitudes where qubits[j] reads bit j of `outcome`, scaled to unit norm.
 
     weight: that outcome's entry of outcome_weights (its squared norm in units of 2^-88), > 0.
-    Each zeroing pass only touches the part not zeroed by the previous ones (< 2^N in total).
+    Each zeroing pass only touches the part not zeroed by the previous ones (< 2^N in total);
+    a cupy state is collapsed by one kernel instead (the same bits).
     """
+    if is_gpu_array(state):
+        measurement_gpu.collapse(state, tuple(qubits), outcome, _scale(weight), reset=False)
+        return
     floats, n_bits = _float_view(state)
     fixed = {}
     for j, q in enumerate(qubits):
@@ -110,7 +139,7 @@ def project(state, qubits, outcome: int, weight: int) -> None:
         _fixed_bits(floats, n_bits, {**fixed, q + 1: 1 - bit})[...] = 0
         fixed[q + 1] = bit
     kept = _fixed_bits(floats, n_bits, fixed)
-    kept *= math.ldexp(1.0 / math.sqrt(weight), WEIGHT_UNIT_BITS // 2)
+    kept *= _scale(weight)
 
 
 def flip_to_zero(state, qubits, outcome: int) -> None:
@@ -136,8 +165,9 @@ def draw_outcome(weights: list, rng: np.random.Generator) -> int:
     return bisect.bisect_right(cumulative, (m * cumulative[-1]) >> 53)
 
 
-def measure(state, qubits, rng: np.random.Generator) -> tuple:
-    """Measure `qubits` of `state` (in place): draw, project, renormalise.
+def measure(state, qubits, rng: np.random.Generator, *, reset: bool = False) -> tuple:
+    """Measure `qubits` of `state` (in place): draw, project, renormalise, and with reset move
+    every measured qubit back to 0.
 
     Groups of MAX_JOINT_QUBITS qubits are drawn one after another, each from the state left by
     the previous group (the same distribution as one joint draw). Returns (outcome, probability):
@@ -149,7 +179,7 @@ def measure(state, qubits, rng: np.random.Generator) -> tuple:
         group = qubits[start : start + MAX_JOINT_QUBITS]
         weights = outcome_weights(state, group)
         drawn = draw_outcome(weights, rng)
-        project(state, group, drawn, weights[drawn])
+        collapse(state, group, drawn, weights[drawn], reset)
         outcome |= drawn << start
         probability *= weights[drawn] / sum(weights)
     return outcome, probability

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from circuits import Gate, Measure, Reset, format_clbits
 
 from .errors import SimulationError
-from .measurement import flip_to_zero, measure
+from .measurement import measure
 from .state import squared_norm
 
 SEED_LIMIT = 2**63
@@ -77,10 +77,8 @@ class Trajectory:
             return False
         self.device.synchronize()
         start = time.perf_counter()
-        outcome, probability = measure(state, operation.qubits, self.rng)
-        if isinstance(operation, Reset):
-            flip_to_zero(state, operation.qubits, outcome)
-        elif isinstance(operation, Measure):
+        outcome, probability = measure(state, operation.qubits, self.rng, reset=isinstance(operation, Reset))
+        if isinstance(operation, Measure):
             for j, clbit in enumerate(operation.clbits):
                 self.bits = (self.bits & ~(1 << clbit)) | (((outcome >> j) & 1) << clbit)
         self.device.synchronize()

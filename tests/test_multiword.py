@@ -203,7 +203,7 @@ def test_row_chunks_cover_every_row():
 def test_registry_options_and_statistics():
     backend = gemm_backend.get("fp16x2")
     assert type(backend).__name__ == "MultiwordFp16Backend"
-    assert backend.options == {"block": "auto", "accumulate": "fp32", "workspace_bytes": 1 << 30}
+    assert backend.options == {"block": "auto", "accumulate": "fp32", "workspace_bytes": 1 << 30, "fused": True}
     assert gemm_backend.get("fp16x2", block=32, accumulate="fp64").options["accumulate"] == "fp64"
     single = gemm_backend.get("fp16")
     assert type(single).__name__ == "SingleFp16Backend" and single.options == {"workspace_bytes": 1 << 30}

@@ -258,3 +258,18 @@ def test_cost_model_reproduces_the_benchmarks_it_was_fitted_to():
     assert ozaki1_seconds(plan_products(7, 256), 1 << 23, 128, 128, True) < ozaki2_seconds(14, 1 << 23, 128, 128, True)
     # square 8192: Ozaki-II (15 moduli) far ahead of Ozaki-I with 8 digits (228 ms, BENCHMARKS.md)
     assert 2 * square < ozaki1_seconds(plan_products(8, 16384), 8192, 8192, 8192, True)
+
+
+@pytest.mark.parametrize("workspace", [None, 1 << 24])
+def test_ozaki2_products_get_the_backends_workspace_setting(workspace, rng, monkeypatch):
+    """An automatic workspace is measured by the Ozaki-II product itself, after its output is
+    allocated (a size measured before int8-auto's scan overcommitted the GPU at 16384^3); an
+    explicit one is passed on unchanged."""
+    from gemm_backend.workspace import Workspace
+
+    backend = gemm_backend.get("int8-auto", workspace_bytes=workspace)
+    backend.matmul(draw(rng, (64, 1024), "phi=1.0"), draw(rng, (1024, 64), "phi=1.0"))
+    info = backend.last_call_info
+    assert info["scheme"] == "ozaki2"
+    ozaki2_workspace = backend._ozaki2_backends[info["moduli"]].workspace
+    assert ozaki2_workspace == Workspace.from_option(workspace, True) and ozaki2_workspace.automatic == (workspace is None)

@@ -452,6 +452,34 @@ def test_gpu_automatic_workspace_follows_free_memory():
     assert abs(backend.workspace.for_call(on_gpu=True) - AUTO_WORKSPACE_FRACTION * free) < 0.05 * free
 
 
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_out_of_memory_in_cached_blocks_redoes_the_tiles_with_the_cache_released(rng, monkeypatch):
+    """A tile allocation that fails in the pool's cached blocks is retried once with the cache
+    given back and the workspace measured again; the result is the same bits as a clean call."""
+    import cupy as cp
+
+    backend = crt(15)
+    a, b = rng.standard_normal((96, 80)) + 1j * rng.standard_normal((96, 80)), rng.standard_normal((80, 40)) + 0j
+    expected = cp.asnumpy(backend.matmul(cp.asarray(a), cp.asarray(b)))
+    original, calls = type(backend)._multiply_tiles, []
+
+    def fail_once(self, *args):  # and always with an explicit workspace
+        calls.append(args[-1])
+        if len(calls) == 1 or not self.auto_workspace:
+            raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
+        return original(self, *args)
+
+    monkeypatch.setattr(type(backend), "_multiply_tiles", fail_once)
+    result = cp.asnumpy(backend.matmul(cp.asarray(a), cp.asarray(b)))
+    assert np.array_equal(result.view(np.uint64), expected.view(np.uint64))
+    assert len(calls) == 2
+    calls.clear()
+    with pytest.raises(MemoryError):  # an explicit workspace is the caller's: no second try
+        crt(15, workspace_bytes=1 << 24).matmul(cp.asarray(a), cp.asarray(b))
+    assert len(calls) == 1
+
 def test_apply_batched_chunks_fit_the_workspace():
     """A chunk of the inherited apply_batched is one tile on either device, B's residues included."""
     for m in (8, 20):

@@ -18,7 +18,7 @@ from .helpers import same_bits, seed_paper_matrix
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
 HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
-TABLES = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
+TABLES = ("p", "inverse", "partial_limbs", "product_limbs")
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
 
 
@@ -67,7 +67,7 @@ def host_residues(kernels, layout, rows, scales, tables):
     kernels.host_residues(
         _pointer(rows), ctypes.c_longlong(rows.shape[0]), ctypes.c_int(layout.k), ctypes.c_int(layout.padded),
         _row_stride(rows), ctypes.c_int(layout.is_complex), _pointer(scales), ctypes.c_int(layout.plan.count),
-        *(_pointer(tables[name]) for name in ("p", "inv_p", "pow2_32", "pow2_64")), _pointer(out),
+        _pointer(tables["p"]), _pointer(out),
         ctypes.c_longlong(out.shape[1]))
     return out
 
@@ -103,7 +103,7 @@ def host_matmul(kernels, m, a, b, row_step, col_step):
             target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
             kernels.host_reconstruct(
                 _pointer(products), ctypes.c_longlong(products.shape[1]), ctypes.c_int(products.shape[2]),
-                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inv_p", "inverse")),
+                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inverse")),
                 ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
                 _pointer(np.ascontiguousarray(a_scales[rows])), _pointer(b_scales), _pointer(target), _row_stride(target))
     return out
@@ -158,3 +158,113 @@ def test_host_residues_equal_the_specification(kernels, m, is_complex, rng):
     assert np.array_equal(got[:, :, :layout.k], expected)
     assert not got[:, :, layout.k:].any()
     assert (expected[2, 0] == -128).any()  # the tie case happened
+
+
+def host_reconstruct(kernels, m, products, is_complex, row_scales, col_scales):
+    """The crt_reconstruct kernel on given int32 products (blocks, rows, cols): (rows, cols * outputs)."""
+    plan = crt_plan(m)
+    tables = {name: np.ascontiguousarray(getattr(plan, name)) for name in TABLES}
+    rows, cols = products.shape[1:]
+    out = np.empty((rows, cols * (2 if is_complex else 1)))
+    kernels.host_reconstruct(
+        _pointer(products), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(is_complex), ctypes.c_int(m),
+        _pointer(tables["p"]), _pointer(tables["inverse"]), ctypes.c_int(plan.limbs), _pointer(tables["partial_limbs"]),
+        _pointer(tables["product_limbs"]), _pointer(row_scales), _pointer(col_scales), _pointer(out), _row_stride(out))
+    return out
+
+
+def _boundary_values():
+    """Integers at the kernels' digit boundaries (bytes, 32-bit words, the 2^62 split, the 2^80
+    ceiling), both signs, and fractions that truncate to zero."""
+    magnitudes = [0.0, 0.5, 1.0, 127.0, 128.0, 255.0, 256.0, 2.0**80 - 2.0**27]
+    for k in (31, 32, 33, 52, 55, 56, 61, 62, 63, 64, 79):
+        magnitudes += [2.0**k, 2.0**k - 2.0**max(0, k - 52), 2.0**k + 2.0**max(0, k - 52)]
+    magnitudes += [2.0**62 - 2.0**10 * 3, 0x7F7F7F7F7F7F7F7F * 1.0, 0x8080808080808080 * 1.0 / 2]
+    values = np.array(magnitudes)
+    return np.concatenate([values, -values])
+
+
+@pytest.mark.parametrize("m", list(range(8, 21)))
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_host_residues_at_digit_boundaries_for_every_modulus_count(kernels, m, is_complex, rng):
+    """Byte for byte against crt.residues at scale 0, so trunc(2^s v) is each value itself."""
+    from gemm_backend.ozaki.crt import residues
+
+    values = _boundary_values()
+    rows = np.stack([values, rng.permutation(values), np.zeros_like(values)])
+    layout = CrtLayout(crt_plan(m), rows.shape[1] // (2 if is_complex else 1), is_complex)
+    rows = np.ascontiguousarray(rows[:, :layout.width * layout.k])
+    scales = np.zeros(rows.shape[0], np.int32)
+    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
+    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    expected = residues(rows, scales, layout.plan, is_complex).reshape(layout.blocks, rows.shape[0], layout.k)
+    assert np.array_equal(got[:, :, :layout.k], expected.transpose(1, 0, 2))
+    assert not got[2].any()
+
+
+@pytest.mark.parametrize("m", [8, 15, 20])
+def test_host_residues_at_extreme_scales(kernels, m, rng):
+    """Rows from subnormal to near-overflow magnitudes with the specification's scales (|s| up
+    to ~1150, both split factors in play), wide values for m > 16, zero rows."""
+    from gemm_backend.ozaki.crt import residues, row_scales
+
+    layout = CrtLayout(crt_plan(m), 48, True)
+    rows = np.ascontiguousarray(seed_paper_matrix(rng, (6, layout.k), 6.0, True)).view(np.float64)
+    rows[0] = np.ldexp(np.sign(rows[0]), -1074 - rng.integers(0, 3, rows.shape[1]))  # subnormals, some 0
+    rows[1] *= 2.0**1023 / np.abs(rows[1]).max()
+    rows[2, ::2] *= 2.0**1000 / np.abs(rows[2]).max()  # one row from ~2^1000 down to subnormals
+    rows[2, 1::2] *= 2.0**-1070
+    rows[3] = 0
+    rows[4, 5] = 2.0**-1074
+    scales = row_scales(rows, layout.plan.b_bits)[0]
+    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
+    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    expected = residues(rows, scales, layout.plan, True).reshape(layout.blocks, rows.shape[0], layout.k)
+    assert np.array_equal(got[:, :, :layout.k], expected.transpose(1, 0, 2))
+    assert not got[3].any()
+
+
+@pytest.mark.parametrize("m", list(range(8, 21)))
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_host_reconstruction_of_extreme_products(kernels, m, is_complex, rng):
+    """Products over the whole int32 range (|P| < 2^31, the ends included) and output exponents
+    from subnormal to ~2^1000 results, bit for bit against crt.CrtAccumulator."""
+    from gemm_backend.ozaki.crt import CrtAccumulator
+
+    parts = 3 if is_complex else 1
+    products = rng.integers(-2**31 + 1, 2**31, (m * parts, 5, 7), dtype=np.int64)
+    products[:, 0, :3] = [2**31 - 1, -2**31 + 1, 0]
+    products[:, 1] = rng.integers(-3, 4, (m * parts, 7))  # small C' (cancelling residues)
+    products = np.ascontiguousarray(products.astype(np.int32))
+    plan = crt_plan(m)
+    row_scales = np.array([1100, 600, 0, -400, -900], np.int32) + plan.product.bit_length()
+    col_scales = rng.integers(-60, 60, 7).astype(np.int32)
+    accumulator = CrtAccumulator(plan, 2 if is_complex else 1, (5, 7))
+    for index in range(m):
+        accumulator.add(index, products[index * parts:(index + 1) * parts].astype(np.float64))
+    expected = accumulator.result(row_scales, col_scales)  # (parts, rows, cols)
+    got = host_reconstruct(kernels, m, products, is_complex, row_scales, col_scales)
+    assert same_bits(got, np.ascontiguousarray(np.moveaxis(expected, 0, -1).reshape(5, -1)))
+    assert (np.abs(expected[:, 0]) < 2.0**-1022).any() and (np.abs(expected) > 2.0**900).any()
+
+
+@pytest.mark.parametrize("m", list(range(8, 21)))
+def test_host_kernels_for_every_modulus_count(kernels, m, rng):
+    a = seed_paper_matrix(rng, (7, 23), 3.0, True)
+    a[2] = 0
+    b = -seed_paper_matrix(rng, (23, 6), 3.0, True)
+    assert same_bits(host_matmul(kernels, m, a, b, 4, 4), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+    a, b = a.real.copy(), b.real.copy()
+    assert same_bits(host_matmul(kernels, m, a, b, 7, 3), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+
+
+def test_shared_tables_cover_every_plan():
+    """crt_arith.cuh sizes its shared tables by MAX_MODULI and its limb sums by MAX_LIMBS."""
+    import re
+
+    from gemm_backend.registry import CRT_MODULI
+
+    text = KERNELS.with_name("crt_arith.cuh").read_text()
+    defined = {name: int(value) for name, value in re.findall(r"#define (MAX_\w+) (\d+)", text)}
+    assert defined["MAX_MODULI"] >= max(CRT_MODULI)
+    assert defined["MAX_LIMBS"] >= max(crt_plan(m).limbs for m in CRT_MODULI)

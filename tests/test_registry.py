@@ -126,7 +126,7 @@ def test_option_text_of_the_wrong_kind_is_refused(name, option, text, message):
 
 def test_backends_taking_an_option():
     assert gemm_backend.backends_taking("target_error") == ["int8-auto"]
-    assert gemm_backend.backends_taking("fused") == ["int8-auto", "int8-<s>"]
+    assert gemm_backend.backends_taking("fused") == ["int8-auto", "fp16x2", "int8-<s>"]
 
 
 def test_parse_label_reads_options_by_the_table():

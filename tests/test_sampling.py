@@ -1,5 +1,10 @@
 """sample_counts / sample_outcomes: chi-square against exact marginals from qiskit's Statevector,
-Qiskit's bit order, the chunked path, shot order, seeding and input checks."""
+every outcome against an independent Python-integer inverse CDF of the same fixed-point weights,
+independence of the chunk and block sizes, Qiskit's bit order, shot order, seeding, input checks,
+and the GPU kernels' outcomes equal to the CPU's for a seed."""
+import bisect
+import itertools
+
 import numpy as np
 import pytest
 from qiskit.quantum_info import Statevector
@@ -7,7 +12,7 @@ from scipy.stats import chisquare
 
 from gemm_backend.arrays import cupy_module, gpu_available
 from qsim import SimulationError, sampling
-from qsim.sampling import sample_counts, sample_outcomes
+from qsim.sampling import sample_counts, sample_outcomes, scaled_targets
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 
@@ -125,3 +130,72 @@ def test_gpu_state_gives_the_cpu_samples(monkeypatch, chunk_qubits):
     assert_matches_marginal(on_gpu, psi, qubits)
     # Same host random stream; only the last bits of a cumulative sum can differ between devices.
     assert on_gpu == sample_counts(psi, qubits, SHOTS, seed=13)
+
+
+def reference_outcomes(psi, qubits, shots, seed):
+    """Python integers: weight rint((v 2^30)^2) per part (round() ties to even, as rint), the
+    running sum, target (int(u 2^53) * total) >> 53, the first index whose running sum exceeds it."""
+    floats = psi.view(np.float64).tolist()
+    parts = [round((v * 2.0**30) * (v * 2.0**30)) for v in floats]
+    running = list(itertools.accumulate(parts[0::2][i] + parts[1::2][i] for i in range(psi.size)))
+    uniforms = np.random.default_rng(seed).random(shots)
+    outcomes = []
+    for u in uniforms.tolist():
+        index = bisect.bisect_right(running, (int(u * 2.0**53) * running[-1]) >> 53)
+        outcomes.append(sum(((index >> q) & 1) << j for j, q in enumerate(qubits)))
+    return outcomes
+
+
+@pytest.mark.parametrize("n_qubits, qubits", [(1, [0]), (5, [4, 1]), (9, [0, 8, 3]), (10, [9, 0, 5, 2, 7])])
+def test_outcomes_equal_the_exact_integer_inverse_cdf(n_qubits, qubits):
+    psi = random_state(n_qubits, seed=n_qubits)
+    psi[3 % psi.size] = 0  # a zero-weight amplitude is never drawn
+    assert sample_outcomes(psi, qubits, 3000, seed=17).tolist() == reference_outcomes(psi, qubits, 3000, 17)
+
+
+@pytest.mark.parametrize("chunk_qubits, block_qubits", [(1, 6), (3, 2), (8, 6), (24, 1), (24, 9)])
+def test_outcomes_do_not_depend_on_the_chunk_or_block_size(monkeypatch, chunk_qubits, block_qubits):
+    psi = random_state(9, seed=2)
+    qubits = [8, 0, 5, 2]
+    whole = sample_outcomes(psi, qubits, 20_000, seed=3)
+    monkeypatch.setattr(sampling, "CHUNK_QUBITS", chunk_qubits)
+    monkeypatch.setattr(sampling, "SAMPLE_BLOCK_QUBITS", block_qubits)
+    monkeypatch.setattr(sampling, "SHOT_BATCH", 777)
+    assert np.array_equal(sample_outcomes(psi, qubits, 20_000, seed=3), whole)
+
+
+def test_scaled_targets_equal_python_integers():
+    rng = np.random.default_rng(4)
+    uniforms = np.concatenate([rng.random(2000), [0.0, 0.5, 1 - 2.0**-53]])
+    for total in [1, 3, 2**40 + 7, 4 << 60, 2**63 - 1]:
+        expected = [(int(u * 2.0**53) * total) >> 53 for u in uniforms.tolist()]
+        assert scaled_targets(uniforms, total).tolist() == expected
+
+
+def test_a_state_above_squared_norm_four_is_refused():
+    with pytest.raises(SimulationError, match="squared norm"):
+        sample_counts(np.full(8, 0.75, complex), [0], 10, seed=1)  # squared norm 4.5
+    with pytest.raises(SimulationError, match="squared norm"):
+        sample_counts(np.array([3.0, 0, 0, 0], complex), [0], 10, seed=1)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("n_qubits", [1, 4, 6, 11, 16])
+def test_gpu_outcomes_equal_the_cpu_outcomes(n_qubits):
+    cp = cupy_module()
+    psi = random_state(n_qubits, seed=n_qubits)
+    psi[:: 7] = 0
+    qubits = sorted({0, n_qubits - 1, n_qubits // 2}, reverse=True)
+    expected = sample_outcomes(psi, qubits, 200_000, seed=5)
+    assert np.array_equal(sample_outcomes(cp.asarray(psi), qubits, 200_000, seed=5), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_refuses_what_the_cpu_refuses():
+    cp = cupy_module()
+    for psi in (np.full(8, 0.75, complex), np.array([3.0, 0, 0, 0], complex), np.zeros(64, complex),
+                np.full(128, np.nan, complex)):
+        with pytest.raises(SimulationError, match="squared norm"):
+            sample_counts(cp.asarray(psi), [0], 10, seed=1)

@@ -410,3 +410,11 @@ def test_gpu_dynamic_circuits_equal_dense_replay(name):
         cpu = simulator("int8-9", "cpu").run(circuit, seed=seed)
         assert gpu.trajectory["events"] == cpu.trajectory["events"]
         assert np.array_equal(gpu.state_vector().view(np.uint64), cpu.state.view(np.uint64))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name", ["resets", "syndrome"])
+def test_gpu_outcome_distribution_matches_branch_enumeration(name):
+    """The fused GPU collapse and reset (qsim.measurement_gpu) over 2000 trajectories."""
+    assert_distribution(dynamic_circuit(name), simulator("int8-9", "gpu"))

@@ -120,8 +120,10 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
     const long long tile_step = (long long)gridDim.x * warps;
     long long tile = blockIdx.x * (long long)warps + (threadIdx.x >> 5);
 
+    // returns the tile's base, column(tile_index * COLUMNS)
     auto fetch = [&](long long tile_index, double2 (&v)[NT][SLOTS], bool to_stage) {
-        const double2 *tile_start = x + layout.column(tile_index * COLUMNS);
+        const long long tile_base = layout.column(tile_index * COLUMNS);
+        const double2 *tile_start = x + tile_base;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
             const bool column_ok = tile_index < n_tiles && tile_index * COLUMNS + column_in_tile(nt) < n_columns;
@@ -136,6 +138,7 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
                     v[nt][j] = ok ? __ldcs(source) : make_double2(0.0, 0.0);
             }
         }
+        return tile_base;
     };
 
     double2 v[NT][SLOTS];
@@ -153,10 +156,11 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
             __syncwarp();
             fetch(tile + tile_step, v, true);  // lands while this tile is computed
             copy_async_commit();
+            // the base again rather than a register held from the prefetch through the body
+            body(tile, layout.column(tile * COLUMNS), v);
         } else {
-            fetch(tile, v, false);
+            body(tile, fetch(tile, v, false), v);
         }
-        body(tile, layout.column(tile * COLUMNS), v);
     }
     if (PREFETCH) copy_async_wait_all();
 }

@@ -156,8 +156,8 @@ class OzakiBackend(GemmBackend):
         workspace = self.workspace.for_call(is_gpu_array(a))
         a_exps, b_exps, statistics = self._scan(a_rows, b, width, workspace)
         choice = self.split_rule.matmul_choice(m, k, n, is_complex, statistics)
-        if choice.scheme == OZAKI2:
-            out = self._ozaki2_backend(choice.moduli, workspace).matmul(a, b)
+        if choice.scheme == OZAKI2:  # its automatic workspace is measured again inside, after the output exists
+            out = self._ozaki2_backend(choice.moduli, self.workspace).matmul(a, b)
             self.ozaki2_matmuls += 1
             self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule, "kernel": OZAKI2,
                                    **choice.info}
@@ -225,17 +225,17 @@ class OzakiBackend(GemmBackend):
 
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         choice = self.split_rule.ozaki2_gate(x.shape[1])
-        self._ozaki2_backend(choice.moduli, self.workspace.for_call(on_gpu)).apply_batched(u, x, out)
+        self._ozaki2_backend(choice.moduli, Workspace(self.workspace.for_call(on_gpu))).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule, "kernel": OZAKI2,
                                **choice.info}
 
-    def _ozaki2_backend(self, moduli: int, workspace: int) -> OzakiCrtBackend:
-        """The Ozaki-II backend of `moduli` (made once), working within this call's workspace."""
+    def _ozaki2_backend(self, moduli: int, workspace: Workspace) -> OzakiCrtBackend:
+        """The Ozaki-II backend of `moduli` (made once), working within `workspace` for this call."""
         backend = self._ozaki2_backends.get(moduli)
         if backend is None:
-            backend = self._ozaki2_backends[moduli] = OzakiCrtBackend(moduli, workspace_bytes=workspace)
-        backend.workspace = Workspace(workspace)
+            backend = self._ozaki2_backends[moduli] = OzakiCrtBackend(moduli)
+        backend.workspace = workspace
         return backend
 
     def gate_plan(self, u, x=None):

@@ -19,7 +19,6 @@ compute the same exact integers and round them once, so they agree bit for bit.
 """
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -29,7 +28,7 @@ from ..base import GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
-from ..kernel_launch import launch_per_element, launch_per_row, per_row_int32, row_stride
+from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
 from ..registry import CRT_MODULI
 
 SCHEME = "ozaki2"
@@ -40,7 +39,7 @@ _CPU_INPUT_TEMPORARIES = 10
 # float64 values per output and part held by the CPU reconstruction besides its limbs
 # (fraction, the combined product, w, the rounding's digits, window, shifts and temporaries).
 _CPU_OUTPUT_TEMPORARIES = 24
-_SOURCE = Path(__file__).with_name("kernels") / "ozaki_crt.cu"
+_SOURCE = kernel_path("ozaki_crt.cu")
 
 
 @dataclass(frozen=True)
@@ -138,17 +137,30 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        workspace = self.workspace.for_call(is_gpu_array(a))
-        row_step, col_step = self._tile_sizes(n_rows, n_cols, layout, is_gpu_array(a), workspace)
+        on_gpu = is_gpu_array(a)
+        workspace = self.workspace.for_call(on_gpu)  # after `out`: the automatic one is what is left
+        try:
+            self._multiply_tiles(a_rows, b, out_rows, layout, workspace)
+        except MemoryError:  # cupy's OutOfMemoryError is one
+            if not (self.workspace.automatic and on_gpu):
+                raise
+            # free memory that sat in cached blocks too finely split for these tiles: measured
+            # again with the cache given back, every tile is redone (the bits do not depend on tiling)
+            self._multiply_tiles(a_rows, b, out_rows, layout, self.workspace.for_call(on_gpu, release_cache=True))
+        return out
+
+    def _multiply_tiles(self, a_rows, b, out_rows, layout: CrtLayout, workspace: int) -> None:
+        """out_rows = the product of a_rows with b, tile by tile within `workspace` bytes."""
+        on_gpu = is_gpu_array(a_rows)
+        row_step, col_step = self._tile_sizes(a_rows.shape[0], b.shape[1], layout, on_gpu, workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
-        tile_products = _TILE_PRODUCTS[is_gpu_array(a)]
-        for cols in _steps(n_cols, col_step):
+        tile_products = _TILE_PRODUCTS[on_gpu]
+        for cols in _steps(b.shape[1], col_step):
             b_rows = _transposed_rows(b, cols)
             products = tile_products(layout, b_rows, self._scales(b_rows, self.plan.b_bits, "b", col_step))
             embedded = slice(layout.width * cols.start, layout.width * cols.stop)
-            for rows in _steps(n_rows, row_step):
+            for rows in _steps(a_rows.shape[0], row_step):
                 products.multiply(a_rows[rows], a_scales[rows], out_rows[rows, embedded])
-        return out
 
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """Workspace per row of A for a complex (m, k) @ (k, n), B's share included: the
@@ -270,16 +282,10 @@ class _GpuTileProducts:
         self.b_residues = _gpu_residues(layout, b_rows, b_scales, self.tables)
 
     def multiply(self, a_rows, a_scales, out) -> None:
-        cp = cupy_module()
         layout, tables = self.layout, self.tables
         a_residues = _gpu_residues(layout, a_rows, a_scales, tables)
         products = gemm_tn_blocks(a_residues, self.b_residues, layout.padded, layout.blocks)
-        rows, cols = a_rows.shape[0], self.b_scales.size
-        launch_per_element(_module().get_function("crt_reconstruct"), rows * cols, (
-            products, cp.int64(rows), cp.int32(cols), cp.int32(layout.is_complex), cp.int32(layout.plan.count),
-            tables["p"], tables["inv_p"], tables["inverse"], cp.int32(layout.plan.limbs),
-            tables["partial_limbs"], tables["product_limbs"], a_scales, self.b_scales, out,
-            cp.int64(row_stride(out))))
+        _gpu_reconstruct(layout, products, a_scales, self.b_scales, out, tables)
 
 
 _TILE_PRODUCTS = {False: _CpuTileProducts, True: _GpuTileProducts}
@@ -302,9 +308,20 @@ def _gpu_residues(layout: CrtLayout, rows, scales, tables):
     if n_rows:
         launch_per_row(_module().get_function("crt_residues"), n_rows, (
             rows, cp.int64(n_rows), cp.int32(layout.k), cp.int32(layout.padded), cp.int64(row_stride(rows)),
-            cp.int32(layout.is_complex), scales, cp.int32(layout.plan.count), tables["p"], tables["inv_p"],
-            tables["pow2_32"], tables["pow2_64"], out, cp.int64(out.shape[1])))
+            cp.int32(layout.is_complex), scales, cp.int32(layout.plan.count), tables["p"], out,
+            cp.int64(out.shape[1])))
     return out
+
+
+def _gpu_reconstruct(layout: CrtLayout, products, a_scales, b_scales, out, tables) -> None:
+    """The crt_reconstruct kernel: out (a view of float64 rows) gets the rounded products of the
+    tile from its INT8 products (blocks, rows, cols) int32 and the scales of its rows and columns."""
+    cp = cupy_module()
+    rows, cols = a_scales.size, b_scales.size
+    launch_per_element(_module().get_function("crt_reconstruct"), rows * cols, (
+        products, cp.int64(rows), cp.int32(cols), cp.int32(layout.is_complex), cp.int32(layout.plan.count),
+        tables["p"], tables["inverse"], cp.int32(layout.plan.limbs), tables["partial_limbs"],
+        tables["product_limbs"], a_scales, b_scales, out, cp.int64(row_stride(out))))
 
 
 @functools.lru_cache(maxsize=None)
@@ -312,10 +329,10 @@ def _device_tables(n_moduli: int, device_id: int) -> dict:
     """The plan's float64 tables on the current device (cached per device)."""
     cp = cupy_module()
     plan = crt_plan(n_moduli)
-    names = ("p", "inv_p", "inverse", "pow2_32", "pow2_64", "partial_limbs", "product_limbs")
+    names = ("p", "inverse", "partial_limbs", "product_limbs")
     return {name: cp.asarray(np.ascontiguousarray(getattr(plan, name))) for name in names}
 
 
 @functools.lru_cache(maxsize=None)
 def _module():
-    return cupy_module().RawModule(code=_SOURCE.read_text(), options=("--std=c++17",))
+    return cupy_module().RawModule(code=_SOURCE.read_text(), options=include_options(_SOURCE))

@@ -15,10 +15,9 @@ import argparse
 import sys
 
 from gemm_backend import cublas_ex
-from gemm_backend.ozaki import crt_backend as ozaki_crt
+from gemm_backend.ozaki.backend import crt_backend as ozaki_crt
 from gemm_backend.arrays import cupy_module
 from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks
-from gemm_backend.kernel_launch import launch_per_element, row_stride
 from qsim.benchmarking import median_time, print_table
 
 COLUMNS = [("case", "case", "{}"), ("m", "m", "{}"), ("align", "align", "{}"), ("tile", "tile r x c", "{}"), ("tiles", "tiles", "{}"),
@@ -74,13 +73,9 @@ def profile(name, r, k, c, moduli, workspace, repeats):
     a_res, b_res = residues()
     products = gemm_tn_blocks(a_res, b_res, layout.padded, layout.blocks)
     out = cp.empty((row_step, col_step), cp.complex128).view(cp.float64)
-    function = ozaki_crt._module().get_function("crt_reconstruct")
 
     def reconstruct():
-        launch_per_element(function, row_step * col_step, (
-            products, cp.int64(row_step), cp.int32(col_step), cp.int32(1), cp.int32(moduli),
-            tables["p"], tables["inv_p"], tables["inverse"], cp.int32(plan.limbs),
-            tables["partial_limbs"], tables["product_limbs"], a_scales, b_scales, out, cp.int64(row_stride(out))))
+        ozaki_crt._gpu_reconstruct(layout, products, a_scales, b_scales, out, tables)
 
     one_a, one_b = a_res[:, :layout.padded].copy(), b_res[:, :layout.padded].copy()
     batched, loop = batched_and_loop(lambda: gemm_tn_blocks(a_res, b_res, layout.padded, layout.blocks, out=products))

@@ -1,16 +1,20 @@
 // kernels/ozaki_crt.cu compiled for the host, so that its logic can be checked against the numpy
 // specification (gemm_backend/crt.py) on a machine without a GPU (tests/test_ozaki_crt_kernels.py).
-// Every launch runs one block of one warp: 32 std::threads, with the warp intrinsics the kernels
-// use (__shfl_xor_sync, __any_sync) built on a barrier. The math functions are the C library's,
-// which like CUDA's are exact for the operations the kernels use (frexp, ldexp, trunc, rint, floor).
+// Every launch runs one block of one warp: 32 std::threads, with the warp and block primitives the
+// kernels use (__shfl_xor_sync, __any_sync, __syncthreads) built on a barrier and __shared__
+// arrays as function-local statics (one copy for all threads). The math functions are the C
+// library's, which like CUDA's are exact for the operations the kernels use (frexp, ldexp, trunc,
+// rint, floor, fma, fmaf), and the integer intrinsics below have CUDA's exact semantics.
 // Build: g++ -std=c++20 -shared -fPIC -DKERNELS='"path/to/ozaki_crt.cu"' ozaki_crt_host.cpp
 #include <barrier>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
-using std::floor; using std::fabs; using std::fmax; using std::frexp; using std::isfinite;
-using std::ldexp; using std::rint; using std::trunc;
+using std::floor; using std::fabs; using std::fma; using std::fmaf; using std::fmax; using std::frexp;
+using std::isfinite; using std::ldexp; using std::rint; using std::trunc;
 
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
 thread_local dim3 threadIdx, blockIdx;
@@ -19,6 +23,7 @@ dim3 blockDim, gridDim;
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
+#define __shared__ static
 
 static std::barrier<> *warp_barrier;
 static double double_lanes[32];
@@ -28,6 +33,25 @@ inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 inline double __ll2double_rn(long long x) { return (double)x; }
+inline long long __double2ll_rz(double x) { return (long long)x; }  // C++ conversion truncates
+inline int __double2int_rz(double x) { return (int)x; }
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline double __hiloint2double(int hi, int lo)
+{
+    return std::bit_cast<double>((uint64_t)(uint32_t)hi << 32 | (uint32_t)lo);
+}
+inline int __mulhi(int a, int b) { return (int)((int64_t)a * b >> 32); }  // floor(a b / 2^32)
+inline unsigned __viaddmin_u32(unsigned a, unsigned b, unsigned c) { return a + b < c ? a + b : c; }
+
+// c + the sum of the four products of the bytes of a and b as int8, modulo 2^32.
+inline int __dp4a(int a, int b, int c)
+{
+    uint32_t sum = (uint32_t)c;
+    for (int byte = 0; byte < 4; ++byte)
+        sum += (uint32_t)((int8_t)(uint8_t)((uint32_t)a >> 8 * byte) * (int8_t)(uint8_t)((uint32_t)b >> 8 * byte));
+    return (int)sum;
+}
 
 inline double __shfl_xor_sync(unsigned, double value, int offset)
 {
@@ -48,6 +72,8 @@ inline int __any_sync(unsigned, int predicate)
     warp_barrier->arrive_and_wait();
     return any != 0;
 }
+
+inline void __syncthreads() { warp_barrier->arrive_and_wait(); }  // a block is one warp here
 
 #include KERNELS
 
@@ -71,22 +97,20 @@ void host_row_scales(const double *x, long long rows, int cols, long long row_st
 }
 
 void host_residues(const double *x, long long rows, int width, int padded, long long row_stride, int is_complex,
-                   const int *scales, int n_moduli, const double *moduli, const double *inv_moduli,
-                   const double *pow2_32, const double *pow2_64, signed char *out, long long out_stride)
+                   const int *scales, int n_moduli, const double *moduli, signed char *out, long long out_stride)
 {
     launch_one_warp([&] {
-        crt_residues(x, rows, width, padded, row_stride, is_complex, scales, n_moduli, moduli, inv_moduli, pow2_32,
-                     pow2_64, out, out_stride);
+        crt_residues(x, rows, width, padded, row_stride, is_complex, scales, n_moduli, moduli, out, out_stride);
     });
 }
 
 void host_reconstruct(const int *products, long long rows, int cols, int is_complex, int n_moduli,
-                      const double *moduli, const double *inv_moduli, const double *inverses, int n_limbs,
+                      const double *moduli, const double *inverses, int n_limbs,
                       const double *partial_limbs, const double *product_limbs, const int *row_scales,
                       const int *col_scales, double *out, long long out_stride)
 {
     launch_one_warp([&] {
-        crt_reconstruct(products, rows, cols, is_complex, n_moduli, moduli, inv_moduli, inverses, n_limbs,
+        crt_reconstruct(products, rows, cols, is_complex, n_moduli, moduli, inverses, n_limbs,
                         partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);
     });
 }

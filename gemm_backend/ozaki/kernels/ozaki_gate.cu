@@ -97,6 +97,13 @@ __device__ __forceinline__ DigitWords<SX> digit_words(double y)
     return out;
 }
 
+// op over the four lanes of a quad (one column's lanes), the result in each of them.
+template <class T, class Op> __device__ __forceinline__ T quad_reduce(T value, Op op)
+{
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, 1));
+    return op(value, __shfl_xor_sync(0xffffffffu, value, 2));
+}
+
 __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
 {
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -163,8 +170,7 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
                 for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
                     high = max(high, max((unsigned)__double2hiint(v[nt][j].x) & 0x7fffffffu,
                                          (unsigned)__double2hiint(v[nt][j].y) & 0x7fffffffu));
-                high = max(high, __shfl_xor_sync(0xffffffffu, high, 1));
-                high = max(high, __shfl_xor_sync(0xffffffffu, high, 2));
+                high = quad_reduce(high, [](unsigned a, unsigned b) { return max(a, b); });
                 exponent[nt][q] = high >= 0x7ff00000u ? BAD_COLUMN : exponent_from_high_word(high);
                 need_exact |= (high < 0x00100000u) << (GROUPS * nt + q);  // zero or subnormal maximum: frexp below
             }
@@ -177,8 +183,7 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
 #pragma unroll
                     for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
                         max_abs = fmax(max_abs, fmax(fabs(v[nt][j].x), fabs(v[nt][j].y)));
-                    max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
-                    max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+                    max_abs = quad_reduce(max_abs, [](double a, double b) { return fmax(a, b); });
                     if ((need_exact >> (GROUPS * nt + q)) & 1u) exponent[nt][q] = exponent_of_max(max_abs);
                 }
         }

@@ -1,0 +1,305 @@
+// The per-element arithmetic of the Ozaki-II (Chinese remainder) scheme, as device functions:
+// residues of scaled inputs (crt.scaled_limbs, crt.residues) and the exact CRT reconstruction
+// with its single rounding (crt.CrtAccumulator). Used by kernels/ozaki_crt.cu and by any kernel
+// that fuses the scheme; the numpy specification is gemm_backend/crt.py.
+//
+// The arithmetic runs on the integer and FP32 pipes (dp4a, IMAD, FFMA) beside the FP64 pipe,
+// which only scales the inputs and sums the reconstruction's limbs. Every step is exact: integer
+// operations are ring operations modulo 2^32 whose true results are proven small (so the wrapped
+// result is the true one), float operations act on integers below 2^24 (doubles: 2^53), and the
+// only estimates (the quotients of the residues and the multiple n of M) are proven close enough
+// to give the exact integer however they are rounded or contracted. So FMA contraction cannot
+// change any output. Each range bound is stated where it is used.
+//
+// The reconstruction takes a freedom the specification allows: it sums X' = sum_l r_l E_l with
+// any r_l == C' (mod p_l) and E_l == y_l Q_l (mod M), which moves X' and n by multiples of M and
+// 1 but not C' = X' - n M.
+#pragma once
+
+#define LIMB_BITS 32
+#define MAX_LIMBS 5
+#define MAX_MODULI 20  // registry.CRT_MODULI: the per-modulus constants live in shared memory
+#define WINDOW_BITS 62
+#define MAGIC_BITS 0x4B400000  // the float 1.5 * 2^23: integers n, |n| < 2^22, add to it exactly
+#define MAGIC 12582912.0f      // 1.5 * 2^23, whose bits are MAGIC_BITS
+
+// -- residues: balanced bytes, dp4a against packed powers of two, one FP32 quotient ----------------
+
+// The constants of modulus p for crt_residues (one 32-byte record per modulus, two LDS.128).
+// powers[w] packs four int8 symmetric residues of 2^e mod p, e the weights of the bytes of digit
+// word w: 2^0, 2^8, 2^16, 2^24 (w = 0), 2^32 .. 2^56 (w = 1), 2^62 .. 2^86 (w = 2, see Digits).
+struct alignas(16) ResidueModulus {
+    int powers[3];
+    float inv_p, neg_p;          // fl(1/p) and -p
+    unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 MAGIC_BITS (mod 2^32)
+};
+
+// 2^e mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod), by doubling; set-up only.
+__device__ int symmetric_power(int e, int p)
+{
+    int r = 1;
+    for (int i = 0; i < e; ++i) r = 2 * r % p;
+    return r > (p - 1) / 2 ? r - p : r;
+}
+
+__device__ ResidueModulus residue_modulus(int p)
+{
+    ResidueModulus c;
+    for (int w = 0; w < 3; ++w) {
+        unsigned packed = 0;
+        for (int b = 0; b < 4; ++b)
+            packed |= (unsigned)(symmetric_power(w < 2 ? 32 * w + 8 * b : 62 + 8 * b, p) & 0xff) << (8 * b);
+        c.powers[w] = (int)packed;
+    }
+    c.inv_p = 1.0f / (float)p;
+    c.neg_p = -(float)p;
+    c.p = p;
+    c.half = p / 2;
+    c.sum_shift = c.half + p - 2u * MAGIC_BITS;
+    return c;
+}
+
+// The first n_moduli (<= MAX_MODULI) records from moduli (float64 p_l, as crt.CrtPlan.p) into shared memory, by
+// the block's first threads; every thread of the block must call it.
+__device__ void load_residue_moduli(ResidueModulus *table, const double *moduli, int n_moduli)
+{
+    if (threadIdx.x < n_moduli) table[threadIdx.x] = residue_modulus((int)moduli[threadIdx.x]);
+    __syncthreads();
+}
+
+// The two scaling factors of a row: trunc(2^s v) = trunc((v 2^low) 2^high) with low = floor(s/2).
+// Both are normal doubles for the scales row_scales makes (|s| < 1200). Each product is exact
+// while its result is at least 1 (a power-of-two scaling of a normal or subnormal double that
+// stays normal); a result below 1 may round, but stays below 1, and truncates to 0 as it should.
+struct RowScale {
+    double low, high;
+    __device__ explicit RowScale(int s) : low(ldexp(1.0, s >> 1)), high(ldexp(1.0, s - (s >> 1))) {}
+};
+
+// trunc(2^s v) (|.| < 2^80, crt.scaled_limbs' range) as balanced base-256 digits: int8 bytes d_b
+// with trunc(2^s v) = sum_b d_b 2^(8b) over the 8 bytes of words[0..1], plus
+// sum_b words[2] byte b * 2^(62 + 8b) when wide (|value| >= 2^62).
+struct Digits {
+    int words[3];
+    bool wide;
+};
+
+// Adding 0x80 to every byte (with carries) and flipping the bytes' top bits gives digits
+// d_b = byte_b - 128 in [-128, 127] with sum d_b 2^(8b) == x (mod 2^64); that sum lies within
+// 128 (2^64 - 1) / 255 < 2^63.01 of zero, and so does x (|x| < 2^62), so the two are equal.
+__device__ __forceinline__ unsigned long long balanced64(long long x)
+{
+    return ((unsigned long long)x + 0x8080808080808080ull) ^ 0x8080808080808080ull;
+}
+
+// The same on 32 bits for |x| < 2^18 (the sum is within 2^31.01 of zero).
+__device__ __forceinline__ int balanced32(int x) { return (int)(((unsigned)x + 0x80808080u) ^ 0x80808080u); }
+
+__device__ __forceinline__ Digits scaled_digits(double v, const RowScale &scale)
+{
+    const double x = v * scale.low * scale.high;
+    Digits d;
+    d.wide = fabs(x) >= 0x1p62;
+    // top = trunc(x / 2^62) (|top| < 2^18), bottom = x - top 2^62 exactly (x is an integer when
+    // wide; the difference keeps x's sign and is below 2^62), truncated: trunc(x) = top 2^62 +
+    // trunc(bottom).
+    const double top = d.wide ? trunc(x * 0x1p-62) : 0.0;
+    const unsigned long long bottom = balanced64(__double2ll_rz(fma(-top, 0x1p62, x)));
+    d.words[0] = (int)(unsigned)bottom;
+    d.words[1] = (int)(unsigned)(bottom >> 32);
+    d.words[2] = balanced32(__double2int_rz(top));
+    return d;
+}
+
+// The symmetric residue r of the value of `digits` modulo p, as the bits of the float
+// 1.5 2^23 + r: the low byte of the result is r as int8. S = sum d_b (2^e_b mod p) == value
+// (mod p) with |S| <= 12 * 128 * 128 < 2^18, so 1.5 2^23 + S is exact and its bits are
+// MAGIC_BITS + S (dp4a adds S to them). The quotient: |S fl(1/p) - S/p| <= 2^18 / p * 2^-24
+// < 1/(4p), and for odd p the fraction of S/p stays 1/(2p) away from 1/2, so the FFMA, rounding
+// 1.5 2^23 + S fl(1/p) once to an integer, gives 1.5 2^23 + rint(S/p); for p = 256 the quotient
+// is exact and a tie may give r = +128 (int8: -128, crt.symmetric_mod's value). The last FFMA
+// is exact: 1.5 2^23 + S - q p = 1.5 2^23 + r, all integers below 2^24.
+template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Digits &digits, const ResidueModulus &c)
+{
+    int sum = MAGIC_BITS;
+#pragma unroll
+    for (int w = 0; w < WORDS; ++w) sum = __dp4a(digits.words[w], c.powers[w], sum);
+    const float shifted = __int_as_float(sum);
+    const float quotient = fmaf(shifted - MAGIC, c.inv_p, MAGIC) - MAGIC;
+    return __float_as_uint(fmaf(quotient, c.neg_p, shifted));
+}
+
+// The symmetric residue of r_re + r_im from two magic_residue results (low byte as int8). With
+// r in [-(p-1)/2, (p-1)/2] (odd p) or [-128, 128] (p = 256), v = r_re + r_im + floor(p/2) + p
+// lies in [0, 3p); two unsigned steps v = min(v, v - p) (v - p wraps above v when v < p) bring
+// it into [0, p), and v - floor(p/2) is the residue in [-floor(p/2), floor((p-1)/2)].
+__device__ __forceinline__ unsigned sum_residue(unsigned re, unsigned im, const ResidueModulus &c)
+{
+    unsigned v = re + im + c.sum_shift;
+    v = __viaddmin_u32(v, -c.p, v);
+    v = __viaddmin_u32(v, -c.p, v);
+    return v - c.half;
+}
+
+// crt._carry on one part's limbs (loops unrolled over MAX_LIMBS so the limbs stay in registers).
+__device__ __forceinline__ void carry_limbs(double (&digits)[MAX_LIMBS], int n_limbs)
+{
+#pragma unroll
+    for (int j = 0; j + 1 < MAX_LIMBS; ++j) {
+        if (j + 1 < n_limbs) {
+            const double carry = floor(digits[j] * 0x1p-32);
+            digits[j] -= carry * 0x1p32;
+            digits[j + 1] += carry;
+        }
+    }
+}
+
+// crt.round_limbs for one value: the nearest double to (sum_j digits[j] 2^(32 j)) 2^exponent.
+__device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n_limbs, int exponent)
+{
+    carry_limbs(digits, n_limbs);
+    double top = digits[0];
+#pragma unroll
+    for (int j = 1; j < MAX_LIMBS; ++j)
+        if (j < n_limbs) top = digits[j];
+    const double sign = top < 0.0 ? -1.0 : 1.0;
+#pragma unroll
+    for (int j = 0; j < MAX_LIMBS; ++j) digits[j] *= sign;
+    carry_limbs(digits, n_limbs);
+    long long magnitude[MAX_LIMBS];
+    int bit_length = 0;
+#pragma unroll
+    for (int j = 0; j < MAX_LIMBS; ++j) {
+        magnitude[j] = j < n_limbs ? (long long)digits[j] : 0;
+        if (magnitude[j] > 0) bit_length = max(bit_length, LIMB_BITS * j + 64 - __clzll(magnitude[j]));
+    }
+    const int shift = max(bit_length - WINDOW_BITS, 0);
+    long long window = 0, sticky = 0;
+#pragma unroll
+    for (int j = 0; j < MAX_LIMBS; ++j) {
+        const int offset = LIMB_BITS * j - shift;  // where limb j lands in the window
+        window |= (magnitude[j] >> min(max(-offset, 0), 63)) << min(max(offset, 0), 63);
+        sticky |= magnitude[j] & ((1LL << min(max(-offset, 0), LIMB_BITS)) - 1);
+    }
+    window |= sticky != 0;
+    const double value = ldexp(__ll2double_rn(window), shift + exponent);
+    return sign < 0.0 ? -value : value;
+}
+
+// -- reconstruction: IMAD residues of the products, FP64 limb sums of r_l E_l ---------------------
+
+// The constants of modulus l for crt_reconstruct (64 bytes). magic = round(2^32 / p); limbs: the
+// LIMB_BITS-bit limbs of E_l = ys_l Q_l with the sign of E_l, ys_l = y_l mods p in
+// [-floor(p/2), floor((p-1)/2)], so E_l == y_l Q_l (mod M) and |E_l| <= M/2.
+struct alignas(16) ReconstructModulus {
+    int magic, p;
+    double limbs[MAX_LIMBS];
+};
+
+// Set-up only: E_l from the limbs of Q_l (float64 below 2^32, crt.CrtPlan.partial_limbs) by
+// schoolbook multiplication with |ys| < 2^8 (each step below 2^41, no carry out of the top limb
+// since |E_l| <= M/2 < 2^(32 n_limbs)).
+__device__ ReconstructModulus reconstruct_modulus(int p, int y, const double *partial, int n_limbs)
+{
+    ReconstructModulus c;
+    c.magic = (int)((0x100000000ull + p / 2) / p);
+    c.p = p;
+    const int ys = y > (p - 1) / 2 ? y - p : y;
+    const double sign = ys < 0 ? -1.0 : 1.0;
+    unsigned long long carry = 0;
+    for (int j = 0; j < MAX_LIMBS; ++j) {
+        const unsigned long long term = j < n_limbs ? (unsigned long long)partial[j] * (ys < 0 ? -ys : ys) + carry : 0;
+        c.limbs[j] = sign * (double)(term & 0xffffffffull);
+        carry = term >> LIMB_BITS;
+    }
+    return c;
+}
+
+// The block's table of every modulus and 1/M (fl(1/fl(M)), M from crt.CrtPlan.product_limbs) in
+// shared memory, set by its first threads; every thread of the block must call it.
+__device__ void load_reconstruct_moduli(ReconstructModulus *table, double *inv_product, const double *moduli,
+                                        const double *inverses, const double *partial_limbs,
+                                        const double *product_limbs, int n_moduli, int n_limbs)
+{
+    const int l = threadIdx.x;
+    if (l < n_moduli)
+        table[l] = reconstruct_modulus((int)moduli[l], (int)inverses[l], partial_limbs + l * n_limbs, n_limbs);
+    if (l == 0) {
+        double product = 0.0;
+        for (int j = n_limbs - 1; j >= 0; --j) product = product * 0x1p32 + product_limbs[j];
+        *inv_product = 1.0 / product;
+    }
+    __syncthreads();
+}
+
+// A residue u == P (mod p) of an INT8 GEMM product, |P| < 2^31, in (-p/4, 5p/4), as the uint32
+// two's complement of u. q = floor(P magic / 2^32) (mulhi) and P magic / 2^32 = P/p + d with
+// |d| <= |P| / 2^33 < 1/4 (|magic - 2^32/p| <= 1/2), so u = P - q p lies in [-p d, p (1 - d)).
+// u is small, so the wrapped uint32 arithmetic gives it exactly.
+__device__ __forceinline__ unsigned product_residue(int product, const ReconstructModulus &c)
+{
+    return (unsigned)product - (unsigned)__mulhi(product, c.magic) * (unsigned)c.p;
+}
+
+// The double of an int32, exactly, on the FP64 pipe: the bits 0x43300000 : (r + 2^31) are the
+// double 2^52 + 2^31 + r. (Keeps the conversion off the conversion unit, which the rounding uses.)
+__device__ __forceinline__ double exact_double(unsigned r)
+{
+    return __hiloint2double(0x43300000, (int)(r ^ 0x80000000u)) - 4503601774854144.0;  // 2^52 + 2^31
+}
+
+// crt.CrtAccumulator for one complex output (or a real one, in re): X' = sum_l r_l E_l in LIMBS
+// limbs (crt.CrtPlan.limbs; a template parameter, so that the limb loops have no branches).
+template <int LIMBS> struct CrtSums {
+    double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {};
+
+    // p1, p2, p3: the modulus's INT8 products (Karatsuba; p2, p3 unused for real ones).
+    // r_re = u1 - u2 == P1 - P2 and r_im = u3 - u1 - u2 == P3 - P1 - P2 (mod p) (crt.combine_products)
+    // with |r| < 2.75 p <= 704; the limb sums stay below sum_l 2.75 p_l 2^32 < 2^46 (sum_l p_l <= 4395
+    // for 20 moduli): every product and sum is an exact double.
+    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, int p1, int p2, int p3)
+    {
+        const unsigned u1 = product_residue(p1, c);
+        if (!is_complex) {
+            add_limbs(re, exact_double(u1), c);
+            return;
+        }
+        const unsigned u2 = product_residue(p2, c), u3 = product_residue(p3, c);
+        add_limbs(re, exact_double(u1 - u2), c);
+        add_limbs(im, exact_double(u3 - u1 - u2), c);
+    }
+
+    __device__ __forceinline__ static void add_limbs(double (&sums)[MAX_LIMBS], double r, const ReconstructModulus &c)
+    {
+#pragma unroll
+        for (int j = 0; j < LIMBS; ++j) sums[j] = fma(r, c.limbs[j], sums[j]);
+    }
+
+    // crt.CrtAccumulator.result: the nearest doubles to C' 2^exponent (im only when is_complex).
+    __device__ __forceinline__ void finish(const double *product_limbs, double inv_product, int exponent,
+                                           bool is_complex, double &re_out, double &im_out)
+    {
+        subtract_multiple(re, product_limbs, inv_product);
+        re_out = round_limbs(re, LIMBS, exponent);
+        if (is_complex) {
+            subtract_multiple(im, product_limbs, inv_product);
+            im_out = round_limbs(im, LIMBS, exponent);
+        }
+    }
+
+    // sums - n M with n = round(X'/M), C' = X' - n M (|C'| <= M/2 - M/2^32, crt.CrtPlan). |X'/M| <= sum_l
+    // |r_l| |E_l| / M < 2^13, and the estimate below is within 2^-36 of it: the Horner sum of the
+    // limbs errs by at most (LIMBS - 1) 2^-53 sum_l |r_l| |E_l| (the limbs of each E_l share
+    // its sign), the products by 1/M add 3 LIMBS 2^-53 relative. So rint gives n exactly in
+    // any evaluation order. |n M_j| < 2^45 and the limb sums are below 2^46: exact differences.
+    __device__ __forceinline__ static void subtract_multiple(double (&sums)[MAX_LIMBS], const double *product_limbs,
+                                                             double inv_product)
+    {
+        double estimate = 0.0;
+#pragma unroll
+        for (int j = LIMBS - 1; j >= 0; --j) estimate = fma(estimate, 0x1p32, sums[j]);
+        const double multiple = rint(estimate * inv_product);
+#pragma unroll
+        for (int j = 0; j < LIMBS; ++j) sums[j] = fma(-multiple, product_limbs[j], sums[j]);
+    }
+};

@@ -1,0 +1,248 @@
+"""The fused fp16x2 gate kernel (multiword_gate.py): its fragment layout and gate words on the
+CPU, and on the GPU the CPU path's values (bit for bit where every block sum is exact in FP32,
+within difference_bound otherwise) and its accuracy against a double-double reference."""
+import numpy as np
+import pytest
+
+import gemm_backend
+from circuits import haar_unitary
+from gemm_backend import BackendError
+from gemm_backend.multiword import CpuWordProducts, inner_layout, split_b
+from gemm_backend.multiword_gate import (FUSED_DIMS, difference_bound, fragment_index, gate_words, plan_launch,
+                                         tiles)
+from qsim.apply import apply_plan, plan_gate
+
+from .conftest import requires_gpu
+from .helpers import crandn
+
+N_QUBITS = 12
+
+
+# -- CPU: the fragment layout and the gate's words -----------------------------------------
+@pytest.mark.parametrize("k", FUSED_DIMS)
+def test_fragment_index_covers_the_embedded_gate_once_per_tile_pair(k):
+    rows, cols = fragment_index(k)
+    assert rows.shape == (tiles(k), tiles(k), 32, 8)
+    valid = rows >= 0
+    assert len(set(zip(rows[valid].tolist(), cols[valid].tolist()))) == valid.sum() == (2 * k) ** 2
+
+
+def _emulated_high_product(k, u, x):
+    """The kernel's high-word product for one column x (K,) from the A fragments of gate_words
+    and the B fragments the lanes build, through the PTX m16n8k16 layouts, in float64 (exact)."""
+    fragments = gate_words(u).fragments.view(np.float16)[0].astype(np.float64)  # (T, T, 32, 8)
+    shift = 15 - np.frexp(np.abs(x.view(np.float64)).max())[1]
+    high = np.ldexp(x.view(np.float64), shift).astype(np.float16).astype(np.float64).reshape(k, 2)
+    count = tiles(k)
+    out = np.zeros((count * 8, 2))
+    for mt in range(count):
+        c = np.zeros((16, 8))
+        for kt in range(count):
+            a, b = np.zeros((16, 16)), np.zeros((16, 8))
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                for e in range(8):
+                    a[g + 8 * ((e >> 1) & 1), 2 * t + (e & 1) + 8 * (e >> 2)] = fragments[mt, kt, lane, e]
+                for h in range(2):  # b_h: (Re, Im) of amplitude 8 kt + 4 h + t, every column n = g alike
+                    amplitude = 8 * kt + 4 * h + t
+                    if amplitude < k:
+                        b[2 * t + 8 * h:2 * t + 8 * h + 2, g] = high[amplitude]
+            c += a @ b
+        out[8 * mt:8 * mt + 8] = c[:, 0].reshape(2, 8).T  # rows g: Re, g + 8: Im of amplitude 8 mt + g
+    return out[:k], shift
+
+
+@pytest.mark.parametrize("k", FUSED_DIMS)
+def test_fragments_and_lane_words_give_the_high_word_product(k, rng):
+    """The emulated kernel equals the CPU path's Ah Bh (exact in float64) for one column."""
+    u, x = crandn(rng, k, k), crandn(rng, k)
+    emulated, _ = _emulated_high_product(k, u, x)
+    layout = inner_layout(k, 2, 0)
+    b_words = split_b(u.T, layout, 2, CpuWordProducts.split)
+    a_shift, a_words = CpuWordProducts.split(x.view(np.float64)[None, :], 2, "a")
+    expected = a_words[:, :2 * k].astype(np.float64) @ b_words.hh_rows.astype(np.float64).T
+    assert np.array_equal(emulated.reshape(-1), expected[0])
+
+
+@pytest.mark.parametrize("k", FUSED_DIMS)
+def test_gate_words_are_the_cpu_words_of_u_transposed(k, rng):
+    u = crandn(rng, k, k) * 10.0 ** rng.uniform(-20, 20, (k, 1))
+    words = gate_words(u)
+    b_words = split_b(u.T, inner_layout(k, 2, 0), 2, CpuWordProducts.split)
+    assert np.array_equal(words.shifts, b_words.col_shift)
+    rows, cols = fragment_index(k)
+    valid = rows >= 0
+    fragments = words.fragments.view(np.float16)
+    high, low = b_words.hh_rows, b_words.cross_rows[:, :2 * k]  # cross rows: [low | high]
+    assert np.array_equal(fragments[0][valid].view(np.uint16), high[rows[valid], cols[valid]].view(np.uint16))
+    assert np.array_equal(fragments[1][valid].view(np.uint16), low[rows[valid], cols[valid]].view(np.uint16))
+    assert not np.any(fragments[:, ~valid].astype(np.float64))
+
+
+def test_nonfinite_gate_is_refused():
+    u = np.eye(4, dtype=np.complex128)
+    u[1, 2] = np.nan
+    with pytest.raises(BackendError, match="the gate contains NaN or Inf"):
+        gate_words(u)
+
+
+def test_launch_plans():
+    assert plan_launch(128, 64, "fp32") is None
+    assert plan_launch(64, 32, "fp32").name == "multiword_gate<64, 32, float, 1, 2>"
+    assert plan_launch(32, 0, "fp64").block == 32 and plan_launch(4, 16, "fp32").block == 4
+    assert plan_launch(64, 5, "fp32").blocks == 13
+    assert all(plan_launch(k, 0, "fp64").shared_bytes <= 96 * 1024 for k in FUSED_DIMS)
+    with pytest.raises(BackendError, match="accumulate"):
+        plan_launch(8, 0, "fp16")
+    assert difference_bound(64, 32, 2) < 2.0**-15 < 2.0**-12  # well below a lost low-word term
+
+
+def test_backend_option_and_cpu_path(rng):
+    backend = gemm_backend.get("fp16x2", fused=False)
+    assert backend.options["fused"] is False and gemm_backend.get("fp16x2").options["fused"] is True
+    with pytest.raises(BackendError, match="fused must be True or False"):
+        gemm_backend.get("fp16x2", fused="yes")
+    cpu = gemm_backend.get("fp16x2")
+    assert not cpu.works_in_place(16, False) and not cpu.takes_scattered(16, False)
+    x = crandn(rng, 2, 8, 4)
+    assert not cpu.apply_scattered(np.eye(8, dtype=np.complex128), x.reshape(-1), (0, 3, 5))
+    cpu.apply_batched(np.eye(8, dtype=np.complex128), x, x.copy())
+    assert cpu.last_call_info["kernel"] == "gemm"
+
+
+# -- GPU -------------------------------------------------------------------------------------
+def target_sets(n: int, d: int) -> list:
+    """First target 0, 1, middle and top, and for d > 1 scattered sets (spread over the state,
+    gaps of one, qubit 0 with the top qubits)."""
+    sets = {tuple(range(q, q + d)) for q in (0, 1, (n - d) // 2, n - d)}
+    if d > 1:
+        spread = tuple(round(i * (n - 1) / (d - 1)) for i in range(d))
+        sets |= {spread, tuple(range(0, 2 * d, 2)), (0,) + tuple(range(n - d + 1, n))}
+    return sorted(sets)
+
+
+def _apply(backend, matrix, state, targets):
+    """One gate through the engine's path (a view, the scattered kernel or the transposed copy)."""
+    from gemm_backend.arrays import array_module
+
+    n = state.size.bit_length() - 1
+    plan = plan_gate(n, targets, matrix)
+    u = array_module(state).asarray(plan.matrix)
+    out = state.copy()
+    apply_plan(plan, out, lambda x, o: backend.apply_batched(u, x, o), None,
+               lambda s, t: backend.apply_scattered(u, s, t))
+    return out
+
+
+def _cpu_and_gpu(options, matrix, state, targets):
+    import cupy as cp
+
+    cpu = _apply(gemm_backend.get("fp16x2", **options), matrix, state, targets)
+    backend = gemm_backend.get("fp16x2", **options)
+    gpu = _apply(backend, matrix, cp.asarray(state), targets).get()
+    assert backend.last_call_info["kernel"] == "fused"
+    return cpu, gpu
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("accumulate", ["fp32", "fp64"])
+@pytest.mark.parametrize("block", ["auto", 5])
+@pytest.mark.parametrize("d", range(1, 7))
+def test_exact_sums_give_the_cpu_values(d, block, accumulate, rng):
+    """State parts: integers below 2^14 (times 2^-14), gate parts integers in [-3, 3]: every
+    block product and cross term is an exact FP32 sum on both paths, so the results agree
+    exactly (zeros' signs aside), for every target set (a wrong fragment or lane shows here)."""
+    k = 1 << d
+    ints = lambda shape, top: rng.integers(-top, top + 1, shape).astype(np.float64)  # noqa: E731
+    u = ints((k, k), 3) + 1j * ints((k, k), 3)
+    state = (ints(1 << N_QUBITS, 2**14 - 1) + 1j * ints(1 << N_QUBITS, 2**14 - 1)) * 2.0**-14
+    for targets in target_sets(N_QUBITS, d):
+        cpu, gpu = _cpu_and_gpu({"block": block, "accumulate": accumulate}, u, state, targets)
+        assert np.array_equal(cpu, gpu), targets
+
+
+def _magnitude(matrix, state, targets):
+    """M per amplitude: (|Re U| + |Im U|) applied to |Re x| + |Im x| (float64, numpy)."""
+    absolute = lambda z: np.abs(z.real) + np.abs(z.imag)  # noqa: E731
+    return _apply(gemm_backend.get("cublas"), absolute(matrix), absolute(state) + 0j, targets).real
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("accumulate", ["fp32", "fp64"])
+@pytest.mark.parametrize("block", ["auto", 0, 3])
+@pytest.mark.parametrize("d", range(1, 7))
+def test_within_the_documented_bound_of_the_cpu_path(d, block, accumulate, rng):
+    k = 1 << d
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << N_QUBITS) * 10.0 ** rng.uniform(-3, 3, 1 << N_QUBITS)
+    launch = plan_launch(k, gemm_backend.get("fp16x2", block=block)._block_for(k), accumulate)
+    bound = difference_bound(k, launch.block, launch.blocks)
+    for targets in target_sets(N_QUBITS, d):
+        cpu, gpu = _cpu_and_gpu({"block": block, "accumulate": accumulate}, u, state, targets)
+        tolerance = bound * _magnitude(u, state, targets)
+        assert (np.abs(gpu.real - cpu.real) <= tolerance).all(), targets
+        assert (np.abs(gpu.imag - cpu.imag) <= tolerance).all(), targets
+
+
+def _error_vs_dd(backend, u, state, targets, xp):
+    from gemm_backend.doubledouble import apply_batched_dd
+    from qsim.apply import apply_plan_pair
+
+    plan = plan_gate(N_QUBITS + 2, targets, u)
+    u_dev = xp.asarray(plan.matrix)
+    out = _apply(backend, u, xp.asarray(state), targets)
+    hi, lo = xp.asarray(state), xp.zeros_like(xp.asarray(state))
+    apply_plan_pair(plan, hi, lo, lambda h, low: apply_batched_dd(u_dev, h, low), 1 << 24)
+    return float(xp.linalg.norm((out - hi) - lo) / xp.linalg.norm(hi))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", range(1, 7))
+def test_error_against_double_double_as_today(d, rng):
+    """||fused - dd|| / ||dd|| within 1.5x of the unfused GPU path's and the CPU path's (the
+    same words; only FP32 rounding inside the blocks differs), and fp32-class."""
+    import cupy as cp
+
+    k = 1 << d
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << (N_QUBITS + 2))
+    state /= np.linalg.norm(state)
+    for targets in target_sets(N_QUBITS + 2, d):
+        fused = _error_vs_dd(gemm_backend.get("fp16x2"), u, state, targets, cp)
+        unfused = _error_vs_dd(gemm_backend.get("fp16x2", fused=False), u, state, targets, cp)
+        cpu = _error_vs_dd(gemm_backend.get("fp16x2"), u, state, targets, np)
+        assert fused <= 1.5 * max(unfused, cpu) and fused < 2.0**-20, (targets, fused, unfused, cpu)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_out_of_place_nonfinite_and_large_gates(rng):
+    import cupy as cp
+
+    from gemm_backend.multiword_gate import apply_gate
+
+    u = haar_unitary(16, rng)
+    x = crandn(rng, 8, 16, 32)
+    expected = np.einsum("ij,ljr->lir", u, x)
+    x_gpu, out = cp.asarray(x), cp.empty(x.shape, cp.complex128)
+    apply_gate(gate_words(u).to_device(), x_gpu, out, plan_launch(16, 8, "fp32"))
+    assert np.abs(out.get() - expected).max() < 1e-5 and np.array_equal(x_gpu.get(), x)
+    x[3, 5, 7] = np.nan
+    x_gpu = cp.asarray(x)
+    with pytest.raises(BackendError, match="the state contains NaN or Inf"):
+        gemm_backend.get("fp16x2").apply_batched(cp.asarray(u), x_gpu, x_gpu)
+    got = x_gpu.get()
+    assert np.array_equal(got[3, :, 7], x[3, :, 7], equal_nan=True)  # the bad column is left as it was
+    assert np.abs(got[2] - expected[2]).max() < 1e-5
+    backend = gemm_backend.get("fp16x2")
+    backend.start_run()
+    backend.apply_batched(cp.asarray(u), cp.asarray(x), cp.asarray(x))  # deferred: no error yet
+    with pytest.raises(BackendError, match="the state contains NaN or Inf"):
+        backend.finish_run()
+    big = haar_unitary(128, rng)
+    y = cp.asarray(crandn(rng, 2, 128, 4))
+    backend.apply_batched(cp.asarray(big), y, y)
+    assert backend.last_call_info["kernel"] == "gemm"
