@@ -467,7 +467,7 @@ def test_gpu_out_of_memory_in_cached_blocks_redoes_the_tiles_with_the_cache_rele
 
     def fail_once(self, *args):  # and always with an explicit workspace
         calls.append(args[-1])
-        if len(calls) == 1 or not self.auto_workspace:
+        if len(calls) == 1 or not self.workspace.automatic:
             raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
         return original(self, *args)
 
@@ -479,6 +479,7 @@ def test_gpu_out_of_memory_in_cached_blocks_redoes_the_tiles_with_the_cache_rele
     with pytest.raises(MemoryError):  # an explicit workspace is the caller's: no second try
         crt(15, workspace_bytes=1 << 24).matmul(cp.asarray(a), cp.asarray(b))
     assert len(calls) == 1
+
 
 def test_apply_batched_chunks_fit_the_workspace():
     """A chunk of the inherited apply_batched is one tile on either device, B's residues included."""
