@@ -2,7 +2,7 @@
 
 Row-major out (m, n) = a (m, k) @ b_rows (n, k)^T. In cuBLAS's column-major terms that is
 out^T = op_T(b_rows^T) @ a^T, the "TN" form: the only layout with a tensor-core (IMMA) path
-for INT8 on the H100 (design brief section 3: 1368 vs 127 TOP/s).
+for INT8 on the H100.
 
 Supported: int8 x int8 -> int32 (exact while k * 128^2 < 2^31) and fp16 x fp16 -> fp32
 (FP32 accumulation on the tensor cores).
@@ -21,10 +21,9 @@ _KINDS = {
     (np.dtype(np.float16), np.dtype(np.float32)): (_CUDA_R_16F, _CUDA_R_32F, _COMPUTE_32F, np.float32),
 }
 K_ALIGNMENT = 16  # IMMA kernels want k and leading dimensions in multiples of 16 bytes
-# Inner size k from which gemm_tn_blocks makes one GemmEx call per INT8 block product. On the H100
-# (BENCHMARKS.md round 4) separate calls ran at 1266-1347 TOP/s against 1146-1170 for the
-# strided-batched call on the same operands at k = 8192 and 16384 (Ozaki-II tiles of 4096 x 8192
-# and 3328 x 8192), but at 255 / 809 against 268 / 998 on the state-gate tiles (k = 256, 1024).
+# Inner size k from which gemm_tn_blocks makes one GemmEx call per INT8 block product: separate
+# calls beat the strided-batched call on long inner sizes (Ozaki-II's square tiles) and lose on the
+# short ones of state-gate tiles (H100, BENCHMARKS.md).
 INT8_LOOP_MIN_INNER = 4096
 
 

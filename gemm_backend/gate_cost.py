@@ -4,8 +4,8 @@ One pass is reading and writing the whole state once, the memory floor of any ga
 into wider blocks saves passes while a block stays memory-bound and costs more once it becomes
 compute-bound; so the fusion that minimises sum(passes of each fused gate) is the fastest one.
 A backend answers `GemmBackend.gate_passes(k, on_gpu, scattered)`; the tables here hold what the
-GPU kernels were measured at (H100, N = 30, per-gate medians over every first target, BENCHMARKS.md
-round 6 for d <= 6, issue 24's table for larger gates) and the roofline the other paths follow.
+GPU kernels were measured at (H100, N = 30, per-gate medians over every first target,
+BENCHMARKS.md) and the roofline the other paths follow.
 Only ratios between gate sizes matter to the choice, so one GPU's figures serve all of them.
 """
 

@@ -47,7 +47,7 @@ class Device:
     def copy_bandwidth(self):
         """Device copy bandwidth in bytes/s (read + write), measured on the GPU once per process and
         copy size (a copy of 1 GiB, or of a quarter of the free memory when less, median of 5 after a
-        warm-up: 256 MiB copies measured 9% below 2 GiB ones on the H100); None on the CPU."""
+        warm-up: small copies understate the bandwidth); None on the CPU."""
         if self.kind != "gpu":
             return None
         return _gpu_copy_bandwidth(min(COPY_BYTES, self.free_bytes() // 4) >> 20 << 20)

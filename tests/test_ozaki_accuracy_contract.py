@@ -1,6 +1,6 @@
 """int8-auto's default contract: its result is as accurate as native FP64 GEMM (numpy) on the same
 inputs, entry by entry and normwise, both measured against a double-double product
-(gemm_backend/ozaki_contract.py has the analysis, ozaki_cost.py the choice of scheme).
+(gemm_backend/ozaki/contract.py has the analysis, spans.py the span model, cost.py the choice of scheme).
 
 "As accurate" is checked as: each of int8-auto's max and mean elementwise relative errors and
 its normwise error is at most CONTRACT_FACTOR times numpy's, where a numpy error below the unit
@@ -14,7 +14,8 @@ import pytest
 import gemm_backend
 from circuits import brickwork, haar_unitary
 from gemm_backend.doubledouble import matmul_dd, two_sum
-from gemm_backend.ozaki.contract import fp64_budget, product_spans, summarize_spans
+from gemm_backend.ozaki.contract import fp64_budget
+from gemm_backend.ozaki.spans import product_spans, summarize_spans
 from gemm_backend.ozaki.cost import ozaki1_seconds, ozaki2_seconds
 from gemm_backend.ozaki.gate import embedded_gate_rows
 from gemm_backend.ozaki.plan import plan_products

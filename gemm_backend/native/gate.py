@@ -58,10 +58,9 @@ class NativeLaunch:
 
 
 def default_launch(k: int, n_right: int) -> NativeLaunch:
-    """The shape measured fastest on the H100 (BENCHMARKS.md, N = 30, first targets 0..8, middle and
-    top): no prefetch (the cp.async stage cost 1.3-1.5x the floor); two n-tiles per warp and one
-    block per multiprocessor (K = 32: 1.05-1.08x the floor), except one n-tile and two blocks for
-    K <= 16 at small strides (1.06-1.09x against 1.09-1.21x). m16n8k4 (m16n8k8 measured no faster)."""
+    """The shape measured fastest on the H100 (BENCHMARKS.md): no prefetch (the cp.async stage costs
+    more than it hides); two n-tiles per warp and one block per multiprocessor, except one n-tile
+    and two blocks for K <= 16 at small strides. m16n8k4 (m16n8k8 is no faster)."""
     if k not in DMMA_DIMS:
         raise BackendError(f"the DMMA gate kernel takes K in {DMMA_DIMS}, got {k}")
     if k <= 16 and n_right <= SMALL_STRIDE:
@@ -76,9 +75,9 @@ def dmma_available() -> bool:
 
 def dmma_preferred(k: int, n_right: int) -> bool:
     """Whether this kernel should take inner size k at stride R rather than the CUDA-core one
-    (small_gate.py), measured on the H100 at N = 30: from K = 32 always (FP64 FMAs bound that one
-    at 1.35-1.47x the floor); at K = 16 for small strides (1.07x against 1.44x) but not large ones
-    (1.10x against 1.06x). At K = 8 both are within 1.12x (small strides), which the caller decides."""
+    (small_gate.py), measured on the H100 (BENCHMARKS.md): from K = 32 always (FP64 FMAs bound the
+    CUDA-core kernel there); at K = 16 for small strides but not large ones. At K = 8 the two are
+    close, and the caller decides."""
     return k in DMMA_DIMS and (k >= 32 or n_right < STAGED_STRIDE_LIMIT)
 
 

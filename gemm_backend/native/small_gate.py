@@ -23,8 +23,8 @@ THREADS = 128
 
 def kernel_is_faster(k: int, n_right: int) -> bool:
     """Whether this kernel beats cuBLAS for inner size k and stride R (for scattered targets,
-    target_layout.run_length), measured on the H200 (bench_gates.py): at K = 32 with R < 32 the
-    staged tile is too small (4.9x the memory floor vs 1.8x)."""
+    target_layout.run_length), measured with bench_gates.py: at K = 32 with R < 32 the staged tile
+    is too small to keep the loads coalesced."""
     return k in SUPPORTED_DIMS and (k <= 16 or n_right >= 32)
 
 

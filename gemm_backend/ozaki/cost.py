@@ -14,11 +14,9 @@ through device memory around them. The model counts both, in seconds of an H100:
 INT8 operations run at INT8_OPS_PER_SECOND * k' / (k' + INT8_HALF_RATE_INNER), k' the inner
 size of one INT8 GEMM (cuBLAS's IMMA kernels need a long inner dimension to reach their rate).
 A real product counts as a complex one with k, n halved in the embedding (2 m k n operations
-per pair, one product per modulus). Constants are fits to BENCHMARKS.md (H100): round 4's
-Ozaki-II stages (8192^3: 2 x 19.1 ms of GEMMs at 1295 TOP/s, 15 ms of residues and
-reconstruction; the N = 30 gate tiles: 4.1 ps per element and modulus for residues, 7.1 for
-the reconstruction; the k = 256 / 1024 tiles' GEMM rates) and the Ozaki-I tiles of rounds 3-4
-(d = 7..10 at N = 30: 2.2 ps per element and digit pair beside the GEMMs). The model ranks the
+per pair, one product per modulus). Constants are fits to the H100's Ozaki-II stages (square
+GEMMs and the N = 30 gate tiles: GEMM rates, residues and reconstruction per element and
+modulus) and Ozaki-I tiles (per element and digit pair beside the GEMMs), BENCHMARKS.md. The model ranks the
 two schemes; it is not a timing prediction to report. Only the ratio of the two sides matters,
 so on the CPU (where neither runs fast) the same choice is made, and the bits of a call do not
 depend on the device.

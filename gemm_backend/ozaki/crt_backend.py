@@ -104,8 +104,7 @@ class OzakiCrtBackend(GemmBackend):
         workspace_bytes: working memory a call may use beyond its inputs and output; None (the
             default): three quarters of the device memory free at call time on the GPU (at
             least 64 MiB), 1 GiB on the CPU (workspace.Workspace). A small workspace
-            cuts small tiles, which run far slower (BENCHMARKS.md round 4: 0.34x cublas at
-            16384^3 with 1 GiB, 1.86x with 16 GiB).
+            cuts small tiles, which run far slower (BENCHMARKS.md).
 
     matmul(a, b): (r, k) @ (k, c) with k <= crt.MAX_INNER (131071); complex128 result when either
     input is complex, float64 when both are real. last_call_info: {"scheme": "ozaki2",

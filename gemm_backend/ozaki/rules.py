@@ -33,22 +33,14 @@ from .bound import (
     summarize_rows,
     worst_case_columns,
 )
-from .contract import (
-    crt_error,
-    crt_moduli,
-    fp64_budget,
-    gate_error_model,
-    matmul_error_model,
-    merge_spans,
-    product_spans,
-    summarize_spans,
-)
+from .contract import crt_error, crt_moduli, fp64_budget, gate_error_model, matmul_error_model
 from .cost import ozaki1_seconds, ozaki2_seconds
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
 from .crt_backend import SCHEME as OZAKI2_SCHEME
 from .gate import embedded_gate_rows
 from .plan import ProductPlan, plan_products
+from .spans import merge_spans, product_spans, summarize_spans
 from .split import add_needed_bits_histogram, bits_per_slice, choose_splits, new_histogram, row_exponents
 
 AUTO = "auto"
