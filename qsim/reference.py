@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from circuits import Circuit, CircuitError
 from gemm_backend.arrays import array_module
-from gemm_backend.doubledouble import apply_batched_dd
+from gemm_backend.doubledouble_gate import apply_batched_dd
 
 from .apply import apply_plan_pair, plan_gate
 from .device import Device, resolve_device

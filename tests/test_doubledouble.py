@@ -10,8 +10,9 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from .helpers import check_apply_batched, crandn
+from gemm_backend.doubledouble_gate import apply_batched_dd
 from gemm_backend.doubledouble import (
-    apply_batched_dd, dd_add, dd_add_double, dd_mul, dd_mul_double, dd_sum, matmul_dd, slice_plan, two_prod,
+    dd_add, dd_add_double, dd_mul, dd_mul_double, dd_sum, matmul_dd, slice_plan, two_prod,
     two_sum,
 )
 

@@ -187,7 +187,7 @@ def test_within_the_documented_bound_of_the_cpu_path(d, block, accumulate, rng):
 
 
 def _error_vs_dd(backend, u, state, targets, xp):
-    from gemm_backend.doubledouble import apply_batched_dd
+    from gemm_backend.doubledouble_gate import apply_batched_dd
     from qsim.apply import apply_plan_pair
 
     plan = plan_gate(N_QUBITS + 2, targets, u)

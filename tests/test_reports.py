@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from qsim import run_summary
 from qsim import cli, device
 
 
@@ -21,7 +22,7 @@ def test_run_names_what_did_the_work_and_a_readable_throughput(capsys):
 @pytest.mark.parametrize("rate, text", [(4.13e8, "413 MFLOP/s"), (2.5e13, "25 TFLOP/s"), (1.2e15, "1.2 PFLOP/s"),
                                         (999.0, "999 FLOP/s"), (1.5e3, "1.5 kFLOP/s"), (0.0, "- (no timed gate)")])
 def test_flop_rates_keep_three_significant_digits(rate, text):
-    assert cli._flop_rate(rate) == text
+    assert run_summary._flop_rate(rate) == text
 
 
 @pytest.fixture

@@ -30,12 +30,11 @@ from ..arrays import array_module, cupy_module, gpu_available, is_gpu_array, ite
 from ..base import GemmBackend, check_matmul_operands
 from ..errors import BackendError
 from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
-from ..registry import INT8_SPLITS
 from ..workspace import Workspace
 from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan, plan_products
-from .rules import AUTO, FP64, NATIVE, OZAKI1, OZAKI2, WORST_CASE, Choice, make_rule  # noqa: F401 (re-exported names)
+from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
 from .split import bits_per_slice, row_exponents
 from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply, steps, tile_sizes
 

@@ -55,7 +55,7 @@ def apply_once(plan, state, u_dev, backend, scratch=None):
 
 def gate_error(plan, state, u_dev, backend, xp) -> float:
     """||U psi (backend) - U psi (double-double)||_2 / ||U psi (dd)||_2 for one gate."""
-    from gemm_backend.doubledouble import apply_batched_dd
+    from gemm_backend.doubledouble_gate import apply_batched_dd
 
     out = state.copy()
     apply_once(plan, out, u_dev, backend)

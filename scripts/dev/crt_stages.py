@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from gemm_backend import cublas_ex
-from gemm_backend.ozaki.backend import crt_backend as ozaki_crt
+from gemm_backend.ozaki import crt_backend as ozaki_crt
 from gemm_backend.arrays import cupy_module
 from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks
 from qsim.benchmarking import median_time, print_table
