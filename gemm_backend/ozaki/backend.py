@@ -113,21 +113,11 @@ class OzakiBackend(GemmBackend):
         """"fixed" (int8-<s>), "rho", "target" (target_error= or bound="worst-case") or "fp64"."""
         return self.split_rule.name
 
-    @property
-    def fixed_splits(self):
-        return self.split_rule.fixed_splits
-
-    @property
-    def rho(self):
-        return self.split_rule.rho
-
-    @property
-    def target_error(self):
-        return self.split_rule.target_error
-
-    @property
-    def bound(self):
-        return self.split_rule.bound
+    # The options that made the rule (SplitRule's; None where not given).
+    fixed_splits = property(lambda self: self.split_rule.fixed_splits)
+    rho = property(lambda self: self.split_rule.rho)
+    target_error = property(lambda self: self.split_rule.target_error)
+    bound = property(lambda self: self.split_rule.bound)
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
         return on_gpu and self.fused and plan_launch(k, plan_products(IN_PLACE_PROBE_SPLITS, 2 * k)) is not None
