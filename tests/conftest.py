@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +40,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def workers_import_tests(monkeypatch):
+    """Worker processes started by qsim.distributed.launcher (spawn) unpickle a job defined in a
+    test module by its name (tests.test_...), with the parent's sys.path: the checkout's root goes
+    last on it, so that they find the tests while the packages still come from the install."""
+    monkeypatch.setattr(sys, "path", [*sys.path, str(SOURCE_ROOT)])

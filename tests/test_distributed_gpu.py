@@ -16,7 +16,7 @@ from qsim.distributed.launcher import NcclConnect, launch
 
 from .test_cli import qsim
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("workers_import_tests")]
 
 MULTI_GPU_QUBITS = int(os.environ.get("QSIM_MULTI_GPU_QUBITS", "20"))
 

@@ -10,6 +10,8 @@ from gemm_backend.arrays import gpu_available
 from qsim import SimulationError
 from qsim.distributed.launcher import launch, one_line
 
+pytestmark = pytest.mark.usefixtures("workers_import_tests")
+
 SLEEP_S = 60  # how long a healthy worker waits for a peer that never comes
 
 
