@@ -41,7 +41,9 @@ def test_embedded_rows_are_the_real_embedding(rng):
 
 def test_launch_limits():
     small = plan_launch(32, plan_products(7, 64))
-    assert (small.n_tiles, small.prefetch, small.blocks_per_sm, small.warps) == (2, False, 2, 8)  # default_shape
+    assert (small.n_tiles, small.prefetch, small.blocks_per_sm, small.warps) == (1, False, 3, 8)  # default_shape
+    sixteen = plan_launch(16, plan_products(8, 32))
+    assert (sixteen.n_tiles, sixteen.prefetch, sixteen.blocks_per_sm) == (2, False, 2)
     assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
     assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
     assert plan_launch(128, plan_products(7, 256)) is None  # K = 128 stays on the tile path

@@ -69,12 +69,16 @@ def gate_bytes(k: int, gate_slices: int) -> int:
 
 
 def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
-    """(n_tiles, prefetch, blocks_per_sm) measured fastest on the H100 (BENCHMARKS.md round 4,
-    N = 30, int8-auto's plans, first targets 0, 1, 2, 12, top): no prefetch, and two blocks per
-    multiprocessor wherever the gate's digits fit twice in shared memory, with two 8-column
-    tiles per warp up to K = 32 and one at K = 64. Where they fit once (K = 64 with more gate
-    digits): one block, two tiles while the column digits fit in 128 registers."""
-    if gate_bytes(k, gate_slices) + _FIXED_EXTRA_BYTES <= shared_limit(2):
+    """(n_tiles, prefetch, blocks_per_sm) measured fastest on the H100 (BENCHMARKS.md, rounds 4
+    and 7: N = 30, int8-auto's plans, several first targets): no prefetch; at K = 32 one 8-column
+    tile per warp and three blocks per multiprocessor where the gate's digits fit three times;
+    elsewhere two blocks wherever they fit twice, with two tiles per warp up to K = 32 and one at
+    K = 64. Where they fit once (K = 64 with more gate digits): one block, two tiles while the
+    column digits fit in 128 registers."""
+    fixed = gate_bytes(k, gate_slices) + _FIXED_EXTRA_BYTES
+    if k == 32 and fixed <= shared_limit(3):
+        return 1, False, 3
+    if fixed <= shared_limit(2):
         return (2 if k <= 32 else 1), False, 2
     k_tiles = tiles(k)[0]
     return (2 if 2 * state_slices * k_tiles * 2 <= DIGIT_REGISTERS else 1), False, 1
