@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arrays import array_module, iter_column_chunks, to_host
+from ..arrays import array_module, is_gpu_array, iter_column_chunks, to_host
 from ..errors import BackendError
 from ..registry import CRT_MODULI, INT8_SPLITS
 from .bound import (
@@ -41,6 +41,7 @@ from .crt_backend import SCHEME as OZAKI2_SCHEME
 from .gate import embedded_gate_rows
 from .plan import ProductPlan, plan_products
 from .spans import merge_spans, product_spans, summarize_spans
+from .state_histogram import state_histogram, takes_view
 from .split import add_needed_bits_histogram, bits_per_slice, choose_splits, new_histogram, row_exponents
 
 AUTO = "auto"
@@ -334,8 +335,12 @@ def _cheapest_ozaki1(model, inner: int) -> Choice:
 
 def _state_histogram(x, bits: int):
     """The needed-bits histogram (split.add_needed_bits_histogram) of the columns of the
-    (L, K, R) view x, each column as one row [re, im, re, im, ...], in chunks of whole groups l."""
+    (L, K, R) view x, each column as one row [re, im, re, im, ...], in chunks of whole groups l;
+    on the GPU, views that the one-pass kernel takes (state_histogram.takes_view) go through it
+    instead of a transposed copy per chunk (the same integer counts)."""
     xp = array_module(x)
+    if is_gpu_array(x) and takes_view(x, bits):
+        return state_histogram(x)
     histogram = new_histogram(xp)
     n_left, k, n_right = x.shape
     for ls, rs in iter_column_chunks(n_left, n_right, max(1, _HISTOGRAM_CHUNK_AMPLITUDES // k)):

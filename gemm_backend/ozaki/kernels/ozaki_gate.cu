@@ -17,6 +17,7 @@
 // holds amplitudes 8 mt + g, Re in rows g, Im in rows g + 8). The column digits live in
 // registers; the gate fragments in shared memory.
 
+#include "column_exponents.cuh"
 #include "gate_tiles.cuh"
 
 #define MAX_WARPS_PER_BLOCK 8
@@ -42,21 +43,6 @@ __device__ __noinline__ double ldexp_slow(double x, int k) { return ldexp(x, k);
 __device__ __forceinline__ double scale_by(double x, int k)
 {
     return power_of_two_fits(k) ? x * two_to(k) : ldexp_slow(x, k);
-}
-
-// The row exponent of ozaki_split.py from the high word (sign cleared) of the column maximum:
-// frexp exponent E = biased - 1022, plus 1, plus 1 more when the fraction is >= 127/128, i.e.
-// the top 6 mantissa bits are ones. A subnormal or zero maximum is handled by the caller.
-__device__ __forceinline__ int exponent_from_high_word(unsigned high)
-{
-    const int biased = (int)(high >> 20);
-    return biased - 1022 + ((high & 0xFC000u) == 0xFC000u ? 2 : 1);
-}
-__device__ __forceinline__ int exponent_of_max(double max_abs)
-{
-    int e;
-    const double fraction = frexp(max_abs, &e);
-    return max_abs > 0.0 ? e + (fraction >= 127.0 / 128.0 ? 2 : 1) : 0;
 }
 
 // Bytes of (X + 0x80..80) for the scaled integer X = rint(y), least significant first, in 32-bit
@@ -95,13 +81,6 @@ __device__ __forceinline__ DigitWords<SX> digit_words(double y)
             out.w[i] = (unsigned)((i < 2 ? lo : hi) >> (32 * (i & 1)));
     }
     return out;
-}
-
-// op over the four lanes of a quad (one column's lanes), the result in each of them.
-template <class T, class Op> __device__ __forceinline__ T quad_reduce(T value, Op op)
-{
-    value = op(value, __shfl_xor_sync(0xffffffffu, value, 1));
-    return op(value, __shfl_xor_sync(0xffffffffu, value, 2));
 }
 
 __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
