@@ -21,7 +21,7 @@ if [[ $what == tests || $what == all ]]; then
   python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
 fi
 if [[ $what == bench || $what == all ]]; then
-  python3 scripts/bench/bench_gates.py --qubits 28 30 --device gpu --compare-cublas-only --json "$out/bench_gates.json" \
+  python3 scripts/bench/bench_gates.py --qubits 28 30 --device gpu --backends cublas,int8-auto,fp16x2 --json "$out/bench_gates.json" \
     2>&1 | tee "$out/bench_gates.log"
 fi
 if [[ $what == trajectories ]]; then
