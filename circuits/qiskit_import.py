@@ -34,6 +34,7 @@ from .errors import CircuitError, one_line
 from .gate import Circuit, Gate
 from .indices import qubit_count
 from .operations import ClbitTest, Condition, Measure, Reset
+from .save import SAVE_KINDS, Save
 from .qasm3_import import load_qasm3
 
 #: Composite instructions wider than this are expanded into their definitions rather than taken
@@ -42,6 +43,8 @@ from .qasm3_import import load_qasm3
 DENSE_MATRIX_MAX_QUBITS = 5
 
 _NO_OP_NAMES = frozenset({"barrier", "delay", "id"})
+#: Aer's save instruction names -> Save kinds ("save_state" of a state vector is its state vector).
+_SAVE_KIND_OF = {**{name: kind for kind, name in SAVE_KINDS.items()}, "save_state": "statevector"}
 _QASM_HEADER = re.compile(r"OPENQASM\s+(\d+)(?:\.\d+)?\s*;")
 _QASM_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
@@ -110,7 +113,7 @@ def _final_measurements(operations):
     measured_into = {}  # clbit -> qubit
     measured_qubits = set()
     for op in operations:
-        if op.condition is not None or isinstance(op, Reset):
+        if op.condition is not None or isinstance(op, (Reset, Save)):
             return None
         qubits = op.targets if isinstance(op, Gate) else op.qubits
         if measured_qubits.intersection(qubits):
@@ -151,7 +154,9 @@ class _Walk:
 
         if operation.name in _NO_OP_NAMES:
             return
-        if isinstance(operation, QiskitMeasure):
+        if operation.name.startswith("save_"):
+            self.operations.append(_save(operation, qubits, condition, where))
+        elif isinstance(operation, QiskitMeasure):
             self._check_not_read_by_if(clbits[0], where)
             self.operations.append(Measure((qubits[0],), (clbits[0],), condition))
         elif isinstance(operation, QiskitReset):
@@ -252,7 +257,7 @@ class _Walk:
 def _merged(first, second):
     """One joint Measure (or Reset) doing first then second, or None when they cannot merge
     (other kinds, other conditions, a shared qubit or classical bit, or a bit the condition reads)."""
-    if type(first) is not type(second) or isinstance(first, Gate) or first.condition != second.condition:
+    if type(first) is not type(second) or isinstance(first, (Gate, Save)) or first.condition != second.condition:
         return None
     if set(first.qubits) & set(second.qubits):
         return None
@@ -263,6 +268,22 @@ def _merged(first, second):
     if len(set(clbits)) != len(clbits) or read & set(clbits):
         return None
     return Measure(first.qubits + second.qubits, clbits, first.condition)
+
+
+def _save(operation, qubits, condition, where) -> Save:
+    """A Save from one of Aer's save instructions (or qsim.qiskit_save's, which mirror them):
+    the key in `_label`, the shot combination in `_subtype`, Pauli terms or indices in params."""
+    kind = _SAVE_KIND_OF.get(operation.name)
+    if kind is None:
+        raise CircuitError(f"instruction {where} is an Aer save instruction a state-vector simulator does not "
+                           f"honour; supported: {', '.join(sorted(_SAVE_KIND_OF))}")
+    label = getattr(operation, "_label", None)
+    label = kind if label in (None, "_method_") else label  # save_state: named after the method
+    try:
+        return Save(kind, tuple(qubits), label, getattr(operation, "_subtype", "single"), tuple(operation.params),
+                    condition)
+    except CircuitError as exc:
+        raise CircuitError(f"instruction {where}: {exc}") from None
 
 
 def _condition_tests(condition, circuit, clbit_of, where) -> tuple:

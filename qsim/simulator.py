@@ -1,4 +1,5 @@
 """The state-vector engine: runs a Circuit gate by gate through a GEMM backend."""
+import contextlib
 import resource
 import time
 from dataclasses import dataclass, field
@@ -7,7 +8,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import gemm_backend
-from circuits import Circuit, CircuitError, Gate
+from circuits import Circuit, CircuitError, Gate, Save
 
 from .apply import apply_plan, plan_gate, transposed_chunk_bytes
 from .device import resolve_device
@@ -44,6 +45,18 @@ class SimulatorOptions:
     progress: bool = None
     out_of_place: object = "auto"
     memory_fraction: float = MEMORY_FRACTION
+
+
+@dataclass
+class PreparedRun:
+    """What Simulator.run builds once per circuit: the memory plan (with one GatePlan per
+    operation, None for non-gates), the gates' device matrices (None above PREPARED_MAX_DIM)
+    and the seconds the backend spent preparing the gates."""
+
+    circuit: Circuit
+    plan: dict
+    matrices: list
+    prepare_time_s: float
 
 
 class Simulator:
@@ -111,42 +124,75 @@ class Simulator:
         return budget
 
     # -- run ------------------------------------------------------------------------------
-    def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
-        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
-        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
-        (None: a fresh one, reported in Result.trajectory)."""
+    @contextlib.contextmanager
+    def prepared(self, circuit: Circuit):
+        """Plan, upload and warm up `circuit` once for many runs (trajectories, branches): yields a
+        PreparedRun to pass to run(..., prepared=) and apply_gate, inside one backend run (whose
+        deferred error checks are raised on leaving the block)."""
+        prepared = self._prepare(circuit)
+        self.backend.start_run()
+        try:
+            yield prepared
+        finally:
+            self.device.synchronize()
+            self.backend.finish_run()
+
+    def _prepare(self, circuit: Circuit) -> PreparedRun:
         if not isinstance(circuit, Circuit):
             raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
         plan = self.memory_plan(circuit)
+        matrices = [self.device.xp.asarray(p.matrix) if p is not None and p.k <= PREPARED_MAX_DIM else None
+                    for p in plan["plans"]]
+        return PreparedRun(circuit, plan, matrices, self._warm_up(plan["plans"], matrices))
+
+    def apply_gate(self, prepared: PreparedRun, position: int, state, scratch) -> tuple:
+        """Apply gate `position` of the prepared circuit to `state` (the engine's (2^N,)
+        complex128 buffer); scratch: the spare buffer or None. Returns (state, scratch, layout):
+        an out-of-place product swaps the two buffers."""
+        gate_plan, u = prepared.plan["plans"][position], prepared.matrices[position]
+        u = self.device.xp.asarray(gate_plan.matrix) if u is None else u
+        product = lambda x, out: self.backend.apply_batched(u, x, out)  # noqa: E731
+        scattered = lambda s, targets: self.backend.apply_scattered(u, s, targets)  # noqa: E731
+        try:
+            return apply_plan(gate_plan, state, product, scratch, scattered)
+        except MemoryError as exc:  # cupy's OutOfMemoryError is one too
+            raise SimulationError(
+                f"out of {self.device.kind} memory at operation {position} of {len(prepared.circuit.gates)} "
+                f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
+                "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
+                "workspace_bytes") from exc
+
+    def run(self, circuit: Circuit, initial_state=None, *, seed=None, prepared: PreparedRun = None) -> Result:
+        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
+        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
+        (None: a fresh one, reported in Result.trajectory). prepared: from `with
+        simulator.prepared(circuit)`, to skip planning and warm-up (a batch of trajectories).
+        Save operations (circuits.Save) are refused: qsim.branching runs them."""
+        if isinstance(circuit, Circuit) and any(isinstance(op, Save) for op in circuit.gates):
+            raise SimulationError("the circuit holds save operations (circuits.Save); run it through "
+                                  "qsim.qiskit.QsimBackend or qsim.branching.run_branches, which honour them")
+        own_run = prepared is None
+        if own_run:
+            prepared = self._prepare(circuit)
+        elif prepared.circuit is not circuit:
+            raise SimulationError("run(prepared=...) got the PreparedRun of another circuit")
         xp = self.device.xp
         state = initial_state_vector(circuit.n_qubits, xp, initial_state)
-        scratch = xp.empty_like(state) if plan["spare_buffer"] else None
-        matrices = [xp.asarray(p.matrix) if p is not None and p.k <= PREPARED_MAX_DIM else None
-                    for p in plan["plans"]]
-        prepare_seconds = self._warm_up(plan["plans"], matrices)
+        scratch = xp.empty_like(state) if prepared.plan["spare_buffer"] else None
         trajectory = Trajectory.start(circuit, self.device, seed)
         timer = _GateTimer(self.device)
         memory = _PeakMemory(self.device)
         gate_info, gate_flops = [], []
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
-        self.backend.start_run()
+        if own_run:
+            self.backend.start_run()
         try:
-            for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices)):
+            for position, (gate, gate_plan) in enumerate(zip(circuit.gates, prepared.plan["plans"])):
                 if trajectory is not None and trajectory.handles(gate, state):
                     bar.update(1)
                     continue
-                u = xp.asarray(gate_plan.matrix) if u is None else u
-                product = lambda x, out, u=u: self.backend.apply_batched(u, x, out)  # noqa: E731
-                scattered = lambda s, targets, u=u: self.backend.apply_scattered(u, s, targets)  # noqa: E731
                 timer.start()
-                try:
-                    state, scratch, layout = apply_plan(gate_plan, state, product, scratch, scattered)
-                except MemoryError as exc:  # cupy's OutOfMemoryError is one too
-                    raise SimulationError(
-                        f"out of {self.device.kind} memory at operation {position} of {len(circuit.gates)} "
-                        f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
-                        "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
-                        "workspace_bytes") from exc
+                state, scratch, layout = self.apply_gate(prepared, position, state, scratch)
                 timer.stop()
                 memory.sample()
                 gate_info.append(dict(self.backend.last_call_info, targets=list(gate.targets), layout=layout))
@@ -155,13 +201,15 @@ class Simulator:
         finally:
             bar.close()
             self.device.synchronize()
-            self.backend.finish_run()
+            if own_run:
+                self.backend.finish_run()
         return Result(
             n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),
             gate_times_s=timer.elapsed(), gate_info=gate_info, gate_flops=gate_flops,
             peak_memory_bytes=memory.peak(), memory_measure=memory.measure,
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
-            prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
+            prepare_time_s=prepared.prepare_time_s if own_run else 0.0,
+            copy_bandwidth_Bps=self.device.copy_bandwidth(),
             trajectory=trajectory.record() if trajectory is not None else None,
             implementation=self.backend.implementation(self.device.on_gpu),
         )
