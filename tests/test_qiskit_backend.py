@@ -294,3 +294,80 @@ def test_backend_on_gpu(gemm):
 def test_run_input_must_be_circuits(run_input, message):
     with pytest.raises(SimulationError, match=message):
         QsimBackend(device="cpu").run(run_input)
+
+
+# -- AerSimulator's run options and result fields (issue 28) ------------------------------------
+def test_parameter_binds_give_one_experiment_per_value(backend):
+    """Aer's spelling: parameter_binds=[{theta: [values]}]; each experiment's saved state is
+    Statevector of the circuit bound to that value."""
+    from qiskit.circuit import Parameter
+
+    theta, phi = Parameter("theta"), Parameter("phi")
+    qc = QuantumCircuit(2)
+    qc.ry(theta, 0)
+    qc.cx(0, 1)
+    qc.rz(phi, 1)
+    values = {theta: [0.1, 1.3, 2.9], phi: [0.5, -0.2, 1.0]}
+    measured = qc.copy()
+    measured.save_statevector()
+    result = backend.run([measured], parameter_binds=[values], seed_simulator=1).result()
+    assert len(result.results) == 3
+    for index in range(3):
+        bound = qc.assign_parameters({theta: values[theta][index], phi: values[phi][index]})
+        assert np.abs(result.get_statevector(index).data - Statevector(bound).data).max() < 1e-12
+    with pytest.raises(SimulationError, match="parameter_binds needs one dict per circuit"):
+        backend.run([measured, measured], parameter_binds=[values])
+    with pytest.raises(SimulationError, match="one length"):
+        backend.run([measured], parameter_binds=[{theta: [1.0], phi: [1.0, 2.0]}])
+
+
+def test_aer_run_options_are_taken_or_refused_in_one_line(backend):
+    qc = measured_random_circuit()
+    result = backend.run(qc, shots=None, method="statevector", precision="double", max_parallel_threads=0,
+                         device="CPU", seed_simulator=3).result()
+    assert result.results[0].shots == 1024 and sum(result.get_counts().values()) == 1024
+    assert backend.run(qc, method="automatic", seed_simulator=3).result().get_counts() == result.get_counts()
+    for option, message in [({"noise_model": object()}, "takes no option noise_model"),
+                            ({"method": "matrix_product_state"}, "method 'matrix_product_state' is not available"),
+                            ({"precision": "single"}, "precision 'single' is not available"),
+                            ({"max_parallel_threads": 2}, "max_parallel_threads=2 cannot be honoured")]:
+        with pytest.raises(SimulationError, match=message) as error:
+            backend.run(qc, **option)
+        assert "\n" not in str(error.value)
+
+
+def test_time_taken_is_wall_time_and_num_qubits_follows_memory(backend):
+    import time
+
+    qc = measured_random_circuit()
+    started = time.perf_counter()
+    result = backend.run([qc, qc], shots=100).result()
+    wall = time.perf_counter() - started
+    per_experiment = [experiment.time_taken for experiment in result.results]
+    assert 0 < sum(per_experiment) <= result.time_taken <= wall
+    assert result.results[0].metadata["gate_time_s"] <= per_experiment[0]
+    free = Simulator(device="cpu").device.free_bytes()
+    assert 16 << backend.num_qubits <= free < 16 << (backend.num_qubits + 2)
+    assert {"shots", "method", "precision", "max_parallel_threads", "seed_simulator"} <= set(backend.options.__dict__)
+
+
+def test_estimator_loop_matches_statevector_estimator(backend):
+    """BackendEstimatorV2 on QsimBackend against StatevectorEstimator: the estimates agree within
+    6 standard errors (the backend's estimate is sampled)."""
+    from qiskit.circuit import Parameter
+    from qiskit.primitives import BackendEstimatorV2, StatevectorEstimator
+    from qiskit.quantum_info import SparsePauliOp
+
+    theta = Parameter("theta")
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    qc.ry(theta, 1)
+    qc.cx(0, 2)
+    qc.cx(1, 2)
+    observable = SparsePauliOp(["ZZI", "IXZ", "XIX"], [1.0, 0.5, -0.7])
+    values = [[0.2], [1.1], [2.5]]
+    estimator = BackendEstimatorV2(backend=backend, options={"default_precision": 0.01,
+                                                             "seed_simulator": 5})
+    ours = estimator.run([(qc, observable, values)]).result()[0].data
+    exact = StatevectorEstimator().run([(qc, observable, values)]).result()[0].data.evs
+    assert np.all(np.abs(ours.evs - exact) <= 6 * np.maximum(ours.stds, 1e-3))
