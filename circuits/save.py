@@ -30,6 +30,8 @@ AVERAGEABLE_KINDS = frozenset({"probabilities", "probabilities_dict", "expectati
                                "expectation_value_variance", "amplitudes_squared"})
 SUBTYPES = ("single", "c_single", "list", "c_list", "average", "c_average", "accum", "c_accum")
 _PAULI_LETTERS = frozenset("IXYZ")
+#: Aer's save instruction names -> Save kinds ("save_state" of a state vector is its state vector).
+_SAVE_KIND_OF = {**{name: kind for kind, name in SAVE_KINDS.items()}, "save_state": "statevector"}
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,19 @@ class Save:
             raise CircuitError(f"save {self.label!r}: Pauli label {label!r} must be {len(self.qubits)} letters "
                                "of I, X, Y, Z (one per saved qubit, the first qubit rightmost)")
         return label, coefficients
+
+
+def save_from_qiskit(operation, qubits, condition, where) -> Save:
+    """A Save from one of Aer's save instructions (or qsim.qiskit_save's, which mirror them):
+    the key in `_label`, the shot combination in `_subtype`, Pauli terms or indices in params."""
+    kind = _SAVE_KIND_OF.get(operation.name)
+    if kind is None:
+        raise CircuitError(f"instruction {where} is an Aer save instruction a state-vector simulator does not "
+                           f"honour; supported: {', '.join(sorted(_SAVE_KIND_OF))}")
+    label = getattr(operation, "_label", None)
+    label = kind if label in (None, "_method_") else label  # save_state: named after the method
+    try:
+        return Save(kind, tuple(qubits), label, getattr(operation, "_subtype", "single"), tuple(operation.params),
+                    condition)
+    except CircuitError as exc:
+        raise CircuitError(f"instruction {where}: {exc}") from None
