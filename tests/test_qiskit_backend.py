@@ -371,3 +371,72 @@ def test_estimator_loop_matches_statevector_estimator(backend):
     ours = estimator.run([(qc, observable, values)]).result()[0].data
     exact = StatevectorEstimator().run([(qc, observable, values)]).result()[0].data.evs
     assert np.all(np.abs(ours.evs - exact) <= 6 * np.maximum(ours.stds, 1e-3))
+
+
+def test_for_loop_runs_as_its_unrolled_circuit(backend):
+    from qiskit.circuit import Parameter
+
+    theta = Parameter("theta")
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    with qc.for_loop(range(4)) as i:
+        qc.rx(0.3 * i + 0.1, 1)
+        qc.cx(1, 2)
+    with qc.for_loop([1, 3], theta):
+        qc.ry(0.5 * theta, 0)
+    unrolled = QuantumCircuit(3)
+    unrolled.h(0)
+    for i in range(4):
+        unrolled.rx(0.3 * i + 0.1, 1)
+        unrolled.cx(1, 2)
+    for value in (1, 3):
+        unrolled.ry(0.5 * value, 0)
+    qc.save_statevector()
+    state = backend.run(qc).result().get_statevector()
+    assert np.abs(state.data - Statevector(unrolled).data).max() < 1e-12
+
+
+def test_switch_takes_the_case_of_the_measured_register(backend):
+    """Register c of two measured |+> qubits: case 0 or 3 flips qubit 2, case 1 rotates it by
+    ry(1.0), the default (2) by ry(2.0); the joint counts follow the exact distribution."""
+    qc = QuantumCircuit(3, 3)
+    creg = ClassicalRegister(2, "m")
+    qc.add_register(creg)
+    qc.h([0, 1])
+    qc.measure([0, 1], creg)
+    with qc.switch(creg) as case:
+        with case(0, 3):
+            qc.x(2)
+        with case(1):
+            qc.ry(1.0, 2)
+        with case(case.DEFAULT):
+            qc.ry(2.0, 2)
+    qc.measure(2, 0)
+    shots = 20000
+    counts = backend.run(qc, shots=shots, seed_simulator=8).result().get_counts()
+    p_one = {0: 1.0, 3: 1.0, 1: np.sin(0.5) ** 2, 2: np.sin(1.0) ** 2}
+    exact = {f"{m:02b} 00{bit}": 0.25 * (p_one[m] if bit else 1 - p_one[m]) for m in range(4) for bit in (0, 1)}
+    exact = {key: p for key, p in exact.items() if p > 0}
+    assert set(counts) <= set(exact)
+    assert chisquare([counts.get(k, 0) for k in exact], [shots * p for p in exact.values()]).pvalue > P_VALUE
+
+
+def test_initialize_and_state_preparation_without_transpile(backend):
+    from qiskit.circuit.library import StatePreparation
+    from qiskit.quantum_info import random_statevector
+
+    psi = random_statevector(8, seed=3).data
+    qc = QuantumCircuit(4)
+    qc.initialize(psi, [0, 1, 3])
+    qc.h(2)
+    qc.append(StatePreparation(random_statevector(4, seed=4).data), [2, 0])
+    reference = Statevector(qc)
+    qc.save_statevector()
+    assert np.abs(backend.run(qc).result().get_statevector().data - reference.data).max() < 1e-12
+    entangled = QuantumCircuit(2, 1)  # initialize after an entangling gate resets: a random projection
+    entangled.h(0)
+    entangled.cx(0, 1)
+    entangled.initialize([0, 1], [1])
+    entangled.measure(0, 0)
+    counts = backend.run(entangled, shots=4000, seed_simulator=2).result().get_counts()
+    assert chisquare([counts.get("0", 0), counts.get("1", 0)]).pvalue > P_VALUE
