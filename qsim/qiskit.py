@@ -12,17 +12,18 @@ its share of the shots). Saved values come back under their labels in the types 
 save_* methods to QuantumCircuit (qsim.qiskit_save). Run options, Aer's spellings included, are
 listed in qsim.qiskit_options. Counts and memory use Qiskit's hex format over all of the
 circuit's classical bits (bits never written read 0), so get_counts prints them as Qiskit does.
-The target accepts every standard gate, reset, if_else, box and UnitaryGate on any qubits; it
-also works under qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time;
-nothing else in qsim imports it.
+The target accepts every standard gate, reset, control flow but while, box, UnitaryGate,
+initialize and the save instructions on any qubits; it also works under
+qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time; nothing else in
+qsim imports it.
 """
 import datetime
 import time
 import uuid
 
 import numpy as np
-from qiskit.circuit import BoxOp, IfElseOp, QuantumCircuit
-from qiskit.circuit.library import UnitaryGate, get_standard_gate_name_mapping
+from qiskit.circuit import BoxOp, ForLoopOp, IfElseOp, QuantumCircuit, SwitchCaseOp
+from qiskit.circuit.library import Initialize, StatePreparation, UnitaryGate, get_standard_gate_name_mapping
 from qiskit.providers import BackendV2, JobStatus, JobV1, Options
 from qiskit.quantum_info import Statevector
 from qiskit.result import Result as QiskitResult
@@ -35,7 +36,7 @@ from .branching import run_branches
 from .errors import SimulationError
 from .fusion import fuse_for_backend
 from .qiskit_options import SEED_LIMIT, bound_circuits, checked_settings, default_options, refuse_unknown
-from .qiskit_save import install_circuit_methods, qiskit_value
+from .qiskit_save import SAVE_INSTRUCTION_NAMES, SaveInstruction, install_circuit_methods, qiskit_value
 from .sampling import sample_outcomes
 from .simulator import BYTES_PER_AMPLITUDE, Simulator
 from .state import MEMORY_FRACTION
@@ -140,14 +141,20 @@ class QsimJob(JobV1):
 
 
 def _permissive_target() -> Target:
-    """Every standard gate (measure and reset included), if_else, box and UnitaryGate of any
-    width, ideal on all qubits. num_qubits=None lets the transpiler keep the circuit's own width."""
-    target = Target(description="qsim: standard gates, unitaries and if/else on any qubits", num_qubits=None)
+    """Every standard gate (measure and reset included), if_else, for_loop, switch_case, box,
+    UnitaryGate, initialize, state preparation and Aer's save instructions of any width, ideal on
+    all qubits (so transpile keeps them). num_qubits=None lets the transpiler keep the circuit's
+    own width."""
+    target = Target(description="qsim: standard gates, unitaries, control flow and saves on any qubits",
+                    num_qubits=None)
     for name, operation in get_standard_gate_name_mapping().items():
         target.add_instruction(operation, properties=None, name=name)
-    target.add_instruction(UnitaryGate, name="unitary")
-    target.add_instruction(IfElseOp, name="if_else")
-    target.add_instruction(BoxOp, name="box")
+    for operation, name in ((UnitaryGate, "unitary"), (IfElseOp, "if_else"), (ForLoopOp, "for_loop"),
+                            (SwitchCaseOp, "switch_case"), (BoxOp, "box"), (Initialize, "initialize"),
+                            (StatePreparation, "state_preparation")):
+        target.add_instruction(operation, name=name)
+    for name in SAVE_INSTRUCTION_NAMES:
+        target.add_instruction(SaveInstruction, name=name)
     return target
 
 

@@ -15,6 +15,9 @@ from qiskit.result import ProbDistribution
 
 from circuits.save import SAVE_KINDS
 
+#: The instruction names a state-vector simulator honours (Aer's; save_state is the state vector).
+SAVE_INSTRUCTION_NAMES = (*SAVE_KINDS.values(), "save_state")
+
 from .errors import SimulationError
 
 
