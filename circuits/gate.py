@@ -12,6 +12,7 @@ import numpy as np
 from .errors import CircuitError
 from .indices import distinct_indices, integer, qubit_count
 from .operations import Condition, Measure, Reset, checked_condition
+from .save import Save
 
 UNITARITY_TOLERANCE = 1e-10
 
@@ -104,8 +105,9 @@ class Circuit:
             raise CircuitError(f"clbit_registers {self.clbit_registers} do not cover the {self.n_clbits} classical bits")
 
     def _check_operation(self, position, operation) -> None:
-        if not isinstance(operation, (Gate, Measure, Reset)):
-            raise CircuitError(f"gate {position} is a {type(operation).__name__}, not a circuits.Gate, Measure or Reset")
+        if not isinstance(operation, (Gate, Measure, Reset, Save)):
+            raise CircuitError(f"gate {position} is a {type(operation).__name__}, not a circuits.Gate, Measure, Reset "
+                               "or Save")
         qubits = operation.targets if isinstance(operation, Gate) else operation.qubits
         if max(qubits) >= self.n_qubits:
             raise CircuitError(
@@ -127,7 +129,8 @@ class Circuit:
 
     @property
     def is_dynamic(self) -> bool:
-        """True when the circuit measures or resets mid-circuit or conditions a gate."""
+        """True when the circuit measures or resets mid-circuit, conditions a gate or saves a value
+        (circuits.save)."""
         return any(not isinstance(op, Gate) or op.condition is not None for op in self.gates)
 
     def dense_gates(self) -> list:

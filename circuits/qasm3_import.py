@@ -15,6 +15,7 @@ import importlib.util
 import io
 
 from .errors import CircuitError, one_line
+from .qasm3_conditions import rewrite_conditions
 
 #: Renamed parameter i of a definition: the index first, fixed width, so names sort as declared.
 _RENAMED = "_qsim_{index:04d}_{name}"
@@ -34,6 +35,7 @@ def load_qasm3(text: str):
         try:
             program = openqasm3.parse(text)
             _declared_parameter_order(program)
+            rewrite_conditions(program)  # !=, !, && and || as nested ifs the importer takes
             return qiskit_qasm3_import.convert(program)
         except qiskit_qasm3_import.ConversionError as exc:
             raise CircuitError(f"OpenQASM 3 import error: {one_line(exc)}") from None

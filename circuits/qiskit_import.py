@@ -16,8 +16,11 @@ nesting, and box) become operations (circuits.operations): adjacent measurements
 resets) merge into one joint operation, and every operation inside an if body carries the
 condition of its enclosing ifs. Conditions may be (clbit or register, value) pairs or the
 classical expressions Qiskit builds from them: equal, not_equal, logic_not, logic_and and a bare
-clbit. While, for and switch are refused, as is a measurement inside an if body writing a bit
-that the condition reads.
+clbit. for_loop is unrolled and switch becomes conditioned operations
+(circuits.qiskit_control_flow); while is refused, as is a measurement inside an if body writing a
+bit that the condition reads unless it is the if's last operation. initialize becomes resets
+(dropped on qubits nothing has touched yet) and its state preparation, as Qiskit defines it.
+Aer's save instructions become circuits.Save operations.
 
 qiskit is imported inside the functions, so this module loads where qiskit is not installed.
 """
@@ -33,7 +36,9 @@ import numpy as np
 from .errors import CircuitError, one_line
 from .gate import Circuit, Gate
 from .indices import qubit_count
-from .operations import ClbitTest, Condition, Measure, Reset
+from .operations import Condition, Measure, Reset
+from .qiskit_control_flow import condition_tests, for_loop, switch
+from .save import Save, save_from_qiskit
 from .qasm3_import import load_qasm3
 
 #: Composite instructions wider than this are expanded into their definitions rather than taken
@@ -50,7 +55,7 @@ def from_qiskit(qc) -> Circuit:
     """The qiskit.QuantumCircuit `qc` as a Circuit: its final state equals Statevector(qc)
     exactly, global phase included, when qc is unitary; mid-circuit measurements, resets and
     classical control become dynamic operations (see the module docstring). Raises CircuitError
-    for what cannot run (unbound parameters, loops, initialize, ...), naming the instruction and
+    for what cannot run (unbound parameters, while loops, ...), naming the instruction and
     its position in qc.data."""
     return from_qiskit_with_clbits(qc)[0]
 
@@ -110,7 +115,7 @@ def _final_measurements(operations):
     measured_into = {}  # clbit -> qubit
     measured_qubits = set()
     for op in operations:
-        if op.condition is not None or isinstance(op, Reset):
+        if op.condition is not None or isinstance(op, (Reset, Save)):
             return None
         qubits = op.targets if isinstance(op, Gate) else op.qubits
         if measured_qubits.intersection(qubits):
@@ -133,7 +138,8 @@ class _Walk:
 
     global_phase: float
     operations: list = field(default_factory=list)
-    read_by_enclosing_ifs: list = field(default_factory=list)  # (clbits, where) per open if
+    # per open if/switch: (clbits its condition reads, where, [(index, clbit, where) of measurements writing them])
+    read_by_enclosing_ifs: list = field(default_factory=list)
 
     def block(self, circuit, qubit_of, clbit_of, condition, context) -> None:
         """Walk circuit.data; qubit_of[i] / clbit_of[i]: top-level index of circuit's i-th bit."""
@@ -145,24 +151,33 @@ class _Walk:
             self.instruction(operation, qubits, clbits, condition, where, (circuit, clbit_of))
 
     def instruction(self, operation, qubits, clbits, condition, where, scope) -> None:
-        from qiskit.circuit import BoxOp, ControlFlowOp, IfElseOp
+        from qiskit.circuit import BoxOp, ControlFlowOp, ForLoopOp, IfElseOp, SwitchCaseOp
         from qiskit.circuit import Measure as QiskitMeasure
         from qiskit.circuit import Reset as QiskitReset
 
         if operation.name in _NO_OP_NAMES:
             return
-        if isinstance(operation, QiskitMeasure):
-            self._check_not_read_by_if(clbits[0], where)
+        if operation.name.startswith("save_"):
+            self.operations.append(save_from_qiskit(operation, qubits, condition, where))
+        elif isinstance(operation, QiskitMeasure):
+            self._note_write(clbits[0], where)
             self.operations.append(Measure((qubits[0],), (clbits[0],), condition))
         elif isinstance(operation, QiskitReset):
-            self.operations.append(Reset((qubits[0],), condition))
+            if condition is not None or self._touched(qubits[0]):  # a reset of an untouched qubit does nothing
+                self.operations.append(Reset((qubits[0],), condition))
+        elif operation.name == "initialize":  # resets, then a state preparation
+            self.block(operation.definition, qubits, clbits, condition, f" inside {where}")
         elif isinstance(operation, IfElseOp):
             self._if_else(operation, qubits, clbits, condition, where, scope)
         elif isinstance(operation, BoxOp):
             self._body(operation.blocks[0], qubits, clbits, condition, where)
+        elif isinstance(operation, ForLoopOp):
+            for_loop(self, operation, qubits, clbits, condition, where)
+        elif isinstance(operation, SwitchCaseOp):
+            switch(self, operation, qubits, clbits, condition, where, scope)
         elif isinstance(operation, ControlFlowOp):
             raise CircuitError(f"instruction {where} is classical control flow that is not supported; "
-                               "if/else (if_test, QASM 'if') and box are, while/for/switch are not")
+                               "if/else (if_test, QASM 'if'), for, switch and box are, while is not")
         elif clbits and getattr(operation, "definition", None) is None:
             raise CircuitError(f"instruction {where} acts on classical bits and is not a measurement, "
                                "if/else or a subcircuit; not supported")
@@ -191,26 +206,44 @@ class _Walk:
         self.operations.append(gate)
 
     def _if_else(self, operation, qubits, clbits, condition, where, scope) -> None:
-        tests = _condition_tests(operation.condition, *scope, where)
+        tests = condition_tests(operation.condition, *scope, where)
         if len(operation.blocks) > 1 and len(tests) > 1:
             raise CircuitError(f"instruction {where} has an else branch under a condition joined by 'and'; "
                                "not supported (nest two ifs instead)")
-        self.read_by_enclosing_ifs.append((frozenset(c for test in tests for c in test.clbits), where))
+        self.open_condition(frozenset(c for test in tests for c in test.clbits), where)
         for body, body_tests in zip(operation.blocks, (tests, (tests[0].negated(),))):
             inside = condition.also(*body_tests) if condition is not None else Condition(body_tests)
             self._body(body, qubits, clbits, inside, where)
-        self.read_by_enclosing_ifs.pop()
+        self.close_condition()
 
     def _body(self, body, qubits, clbits, condition, where) -> None:
         """A control-flow block: its global phase and operations, all under `condition`."""
         self._phase(_bound_phase(body.global_phase, f"a block of {where}"), condition, qubits)
         self.block(body, qubits, clbits, condition, f" inside {where}")
 
-    def _check_not_read_by_if(self, clbit, where) -> None:
-        for read, if_where in self.read_by_enclosing_ifs:
-            if clbit in read:
+    def open_condition(self, clbits: frozenset, where: str) -> None:
+        """Start an if/else or switch whose condition reads `clbits`."""
+        self.read_by_enclosing_ifs.append((clbits, where, []))
+
+    def close_condition(self) -> None:
+        """End it: a measurement inside that wrote a bit the condition reads must be its last
+        operation (later ones would see the condition change, as would an else branch)."""
+        _, if_where, writes = self.read_by_enclosing_ifs.pop()
+        for index, clbit, where in writes:
+            if index != len(self.operations) - 1:
                 raise CircuitError(f"instruction {where} writes classical bit {clbit}, which the condition of "
-                                   f"{if_where} reads; not supported (measure into another classical bit)")
+                                   f"{if_where} reads, and operations under that condition follow it; not supported "
+                                   "(measure into another classical bit)")
+
+    def _note_write(self, clbit, where) -> None:
+        for read, _, writes in self.read_by_enclosing_ifs:
+            if clbit in read:
+                writes.append((len(self.operations), clbit, where))
+
+    def _touched(self, qubit) -> bool:
+        """Whether an operation so far acts on `qubit` (before that it is |0>)."""
+        return any(qubit in (op.targets if isinstance(op, Gate) else op.qubits) for op in self.operations
+                   if not isinstance(op, Save))
 
     def _phase(self, phase, condition, qubits) -> None:
         """A global phase: folded into the circuit's, or a phase gate when it is conditioned."""
@@ -252,7 +285,7 @@ class _Walk:
 def _merged(first, second):
     """One joint Measure (or Reset) doing first then second, or None when they cannot merge
     (other kinds, other conditions, a shared qubit or classical bit, or a bit the condition reads)."""
-    if type(first) is not type(second) or isinstance(first, Gate) or first.condition != second.condition:
+    if type(first) is not type(second) or isinstance(first, (Gate, Save)) or first.condition != second.condition:
         return None
     if set(first.qubits) & set(second.qubits):
         return None
@@ -265,53 +298,10 @@ def _merged(first, second):
     return Measure(first.qubits + second.qubits, clbits, first.condition)
 
 
-def _condition_tests(condition, circuit, clbit_of, where) -> tuple:
-    """The ClbitTests (all must hold) of an IfElseOp condition: a (Clbit or ClassicalRegister,
-    value) pair or a classical expression, with bits taken in `circuit`, mapped to top-level
-    indices."""
-    from qiskit.circuit.classical import expr, types
-
-    def index(bit):
-        return clbit_of[circuit.find_bit(bit).index]
-
-    def bits_of(target):
-        return (index(target),) if not hasattr(target, "size") else tuple(index(b) for b in target)
-
-    if isinstance(condition, tuple):
-        target, value = condition
-        return (ClbitTest(bits_of(target), int(value)),)
-    tests = _expr_tests(condition, bits_of, expr, types)
-    if tests is None:
-        raise CircuitError(f"instruction {where} has the condition {condition}, which is not supported; use "
-                           "comparisons (==, !=) of a classical bit or register with a constant, 'not' of a bit, "
-                           "and 'and' of those")
-    return tests
-
-
-def _expr_tests(node, bits_of, expr, types):
-    """A classical expression as a tuple of ClbitTest that must all hold, or None."""
-    if isinstance(node, expr.Var) and not node.standalone and node.type.kind is types.Bool:
-        return (ClbitTest(bits_of(node.var), 1),)
-    if isinstance(node, expr.Unary) and node.op is expr.Unary.Op.LOGIC_NOT:
-        inner = _expr_tests(node.operand, bits_of, expr, types)
-        return (inner[0].negated(),) if inner is not None and len(inner) == 1 else None
-    if not isinstance(node, expr.Binary):
-        return None
-    if node.op is expr.Binary.Op.LOGIC_AND:
-        left, right = (_expr_tests(side, bits_of, expr, types) for side in (node.left, node.right))
-        return left + right if left is not None and right is not None else None
-    if node.op not in (expr.Binary.Op.EQUAL, expr.Binary.Op.NOT_EQUAL):
-        return None
-    var, value = (node.left, node.right) if isinstance(node.right, expr.Value) else (node.right, node.left)
-    if not (isinstance(var, expr.Var) and not var.standalone and isinstance(value, expr.Value)):
-        return None
-    return (ClbitTest(bits_of(var.var), int(value.value), node.op is expr.Binary.Op.EQUAL),)
-
-
 def _reject_non_unitary(operation, where) -> None:
     if getattr(operation, "condition", None) is not None:
         raise CircuitError(f"instruction {where} is classically conditioned (c_if), which is not supported")
-    if operation.name in ("initialize", "store"):
+    if operation.name == "store":
         raise CircuitError(f"instruction {where} is not unitary ({operation.name}) and not a measurement, "
                            "reset or condition; not supported")
 

@@ -5,53 +5,54 @@
 
 Each circuit goes through circuits.from_qiskit, circuits.fuse and qsim.Simulator. A circuit
 whose only measurements are final runs once and its measured classical bits are sampled with
-qsim.sampling. A dynamic circuit (mid-circuit measurement, reset, if/else) runs one quantum
-trajectory per shot (qsim.trajectory; shot i seeded with trajectory_seed(seed, i)) and each shot's
-classical bits are that trajectory's. Counts and memory use Qiskit's hex format over all of the
+qsim.sampling. A dynamic circuit (mid-circuit measurement, reset, if/else) or one with Aer's save
+instructions runs by shot branching (qsim.branching: each measurement outcome continues once with
+its share of the shots). Saved values come back under their labels in the types Aer uses
+(result.data()[label], result.get_statevector()); without qiskit-aer, this module adds the
+save_* methods to QuantumCircuit (qsim.qiskit_save). Run options, Aer's spellings included, are
+listed in qsim.qiskit_options. Counts and memory use Qiskit's hex format over all of the
 circuit's classical bits (bits never written read 0), so get_counts prints them as Qiskit does.
-The target accepts every standard gate, reset, if_else, box and UnitaryGate on any qubits; it
-also works under qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time;
-nothing else in qsim imports it.
+The target accepts every standard gate, reset, control flow but while, box, UnitaryGate,
+initialize and the save instructions on any qubits; it also works under
+qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time; nothing else in
+qsim imports it.
 """
 import datetime
+import time
 import uuid
 
 import numpy as np
-from qiskit.circuit import BoxOp, IfElseOp, QuantumCircuit
-from qiskit.circuit.library import UnitaryGate, get_standard_gate_name_mapping
+from qiskit.circuit import BoxOp, ForLoopOp, IfElseOp, QuantumCircuit, SwitchCaseOp
+from qiskit.circuit.library import Initialize, StatePreparation, UnitaryGate, get_standard_gate_name_mapping
 from qiskit.providers import BackendV2, JobStatus, JobV1, Options
+from qiskit.quantum_info import Statevector
 from qiskit.result import Result as QiskitResult
 from qiskit.result.models import ExperimentResult, ExperimentResultData
 from qiskit.transpiler import Target
 
-from circuits import CircuitError
 from circuits.qiskit_import import from_qiskit_with_clbits
 
+from .branching import run_branches
 from .errors import SimulationError
-from .fusion import AUTO, fuse_for_backend, fusion_setting
+from .fusion import fuse_for_backend
+from .qiskit_options import SEED_LIMIT, bound_circuits, checked_settings, default_options, refuse_unknown
+from .qiskit_save import SAVE_INSTRUCTION_NAMES, SaveInstruction, install_circuit_methods, qiskit_value
 from .sampling import sample_outcomes
-from .simulator import Simulator
-from .trajectory import run_trajectories
+from .simulator import BYTES_PER_AMPLITUDE, Simulator
+from .state import MEMORY_FRACTION
 
-_SEED_LIMIT = 2**62  # seeds stay below it so that seed + circuit index fits in an int64
+install_circuit_methods()
 
 
 class QsimBackend(BackendV2):
     """Qiskit backend for the GEMM state-vector simulator.
 
-    Run options (defaults can be changed in the constructor or with set_options):
-        shots: samples per circuit (>= 1).
-        seed_simulator: int seed; circuit i of a run uses seed_simulator + i. None draws a fresh
-            seed from the OS, reported in each experiment result as `seed_simulator`.
-        backend: GEMM backend registry name ("cublas", "int8-auto", "fp16x2", ...).
-        backend_options: dict of that backend's keyword options.
-        device: "auto", "cpu" or "gpu".
-        fusion_max_qubits: fuse gates into blocks of at most this many qubits; 0 turns fusion off;
-            "auto" (the default) takes the size the backend's cost model says is fastest
-            (qsim.fusion). Each result's metadata["fusion"] says what was done.
-        memory: also return each shot's outcome (hex strings, shot order).
-        statevector: also return the final state (numpy complex128, Qiskit's qubit order); for a
-            dynamic circuit, that of the last shot's trajectory.
+    Options (defaults can be changed in the constructor or with set_options; the table is in
+    qsim.qiskit_options): shots, seed_simulator (circuit i of a run uses seed_simulator + i),
+    backend (GEMM registry name), backend_options, device, fusion_max_qubits, memory, statevector
+    (the final state as a qiskit Statevector), method, precision, max_parallel_threads,
+    max_branch_states; run also takes parameter_binds. Each result's metadata says what ran
+    (fusion, backend, device, branches of a dynamic circuit).
     """
 
     def __init__(self, **defaults):
@@ -62,15 +63,11 @@ class QsimBackend(BackendV2):
 
     @classmethod
     def _default_options(cls) -> Options:
-        return Options(shots=1024, seed_simulator=None, backend="cublas", backend_options=None, device="auto",
-                       fusion_max_qubits=AUTO, memory=False, statevector=False)
+        return Options(**default_options())
 
     def set_options(self, **fields) -> None:
-        unknown = sorted(set(fields) - set(self._default_options().__dict__))
-        if unknown:
-            raise SimulationError(f"QsimBackend has no option {', '.join(unknown)}; "
-                                  f"it takes {', '.join(sorted(self._default_options().__dict__))}")
-        _check_settings({**self.options.__dict__, **fields})
+        refuse_unknown(fields, default_options(), "QsimBackend")
+        checked_settings({**self.options.__dict__, **fields})
         super().set_options(**fields)
 
     @property
@@ -80,6 +77,14 @@ class QsimBackend(BackendV2):
     @property
     def max_circuits(self):
         return None
+
+    @property
+    def num_qubits(self) -> int:
+        """The most qubits whose state fits in the device's free memory now (16 bytes per
+        amplitude, the run's memory fraction); the transpiler target keeps any width."""
+        simulator = Simulator(device=self.options.device, progress=False)
+        budget = simulator.device.free_bytes() * MEMORY_FRACTION
+        return max(1, int(budget // BYTES_PER_AMPLITUDE).bit_length() - 1)
 
     def run(self, run_input, **options) -> "QsimJob":
         """Simulate a QuantumCircuit or a list of them; returns a finished QsimJob."""
@@ -94,46 +99,26 @@ class QsimBackend(BackendV2):
         for position, qc in enumerate(circuits):
             if not isinstance(qc, QuantumCircuit):
                 raise SimulationError(f"run input {position} is a {type(qc).__name__}, not a QuantumCircuit")
+        started = time.perf_counter()
+        binds = options.pop("parameter_binds", None)
         settings = self._settings(options)
+        experiments = bound_circuits(circuits, binds)
         simulator = Simulator(backend=settings["backend"], device=settings["device"], progress=False,
                               **(settings["backend_options"] or {}))
         base_seed = settings["seed_simulator"]
         if base_seed is None:
-            base_seed = int(np.random.SeedSequence().entropy % _SEED_LIMIT)
-        experiments = [_run_circuit(simulator, qc, settings, base_seed + i) for i, qc in enumerate(circuits)]
+            base_seed = int(np.random.SeedSequence().entropy % SEED_LIMIT)
+        results = [_run_circuit(simulator, qc, settings, base_seed + i) for i, (_, qc) in enumerate(experiments)]
         job_id = str(uuid.uuid4())
         result = QiskitResult(backend_name=self.name, backend_version=self.backend_version, job_id=job_id,
-                              success=True, results=experiments, status="COMPLETED",
-                              date=datetime.datetime.now().isoformat())
+                              success=True, results=results, status="COMPLETED",
+                              date=datetime.datetime.now().isoformat(), time_taken=time.perf_counter() - started)
         return QsimJob(self, job_id, result)
 
     def _settings(self, options: dict) -> dict:
         defaults = dict(self.options.__dict__)
-        unknown = sorted(set(options) - set(defaults))
-        if unknown:
-            raise SimulationError(f"QsimBackend.run takes no option {', '.join(unknown)}; "
-                                  f"it takes {', '.join(sorted(defaults))}")
-        settings = {**defaults, **options}
-        _check_settings(settings)
-        return settings
-
-
-def _check_settings(settings: dict) -> None:
-    """Refuse run options of the wrong type or range (a SimulationError naming the option)."""
-    _check_int(settings["shots"], "shots", 1)
-    try:
-        fusion_setting(settings["fusion_max_qubits"], "fusion_max_qubits")
-    except CircuitError as exc:
-        raise SimulationError(str(exc)) from None
-    if settings["seed_simulator"] is not None:
-        _check_int(settings["seed_simulator"], "seed_simulator", 0)
-        if settings["seed_simulator"] >= _SEED_LIMIT:
-            raise SimulationError(f"seed_simulator must be below 2^62, got {settings['seed_simulator']}")
-    if settings["backend_options"] is not None and not isinstance(settings["backend_options"], dict):
-        raise SimulationError(f"backend_options must be a dict, got {type(settings['backend_options']).__name__}")
-    for flag in ("memory", "statevector"):
-        if not isinstance(settings[flag], (bool, np.bool_)):
-            raise SimulationError(f"{flag} must be True or False, got {settings[flag]!r}")
+        refuse_unknown(options, list(defaults) + ["parameter_binds"], "QsimBackend.run")
+        return checked_settings({**defaults, **options})
 
 
 class QsimJob(JobV1):
@@ -156,49 +141,65 @@ class QsimJob(JobV1):
 
 
 def _permissive_target() -> Target:
-    """Every standard gate (measure and reset included), if_else, box and UnitaryGate of any
-    width, ideal on all qubits. num_qubits=None lets the transpiler keep the circuit's own width."""
-    target = Target(description="qsim: standard gates, unitaries and if/else on any qubits", num_qubits=None)
+    """Every standard gate (measure and reset included), if_else, for_loop, switch_case, box,
+    UnitaryGate, initialize, state preparation and Aer's save instructions of any width, ideal on
+    all qubits (so transpile keeps them). num_qubits=None lets the transpiler keep the circuit's
+    own width."""
+    target = Target(description="qsim: standard gates, unitaries, control flow and saves on any qubits",
+                    num_qubits=None)
     for name, operation in get_standard_gate_name_mapping().items():
         target.add_instruction(operation, properties=None, name=name)
-    target.add_instruction(UnitaryGate, name="unitary")
-    target.add_instruction(IfElseOp, name="if_else")
-    target.add_instruction(BoxOp, name="box")
+    for operation, name in ((UnitaryGate, "unitary"), (IfElseOp, "if_else"), (ForLoopOp, "for_loop"),
+                            (SwitchCaseOp, "switch_case"), (BoxOp, "box"), (Initialize, "initialize"),
+                            (StatePreparation, "state_preparation")):
+        target.add_instruction(operation, name=name)
+    for name in SAVE_INSTRUCTION_NAMES:
+        target.add_instruction(SaveInstruction, name=name)
     return target
 
 
 def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed: int) -> ExperimentResult:
+    """One experiment; time_taken is its wall time (import, fusion, planning, run, sampling)."""
+    started = time.perf_counter()
     circuit, clbits = from_qiskit_with_clbits(qc)
     fused, fusion = fuse_for_backend(circuit, settings["fusion_max_qubits"], simulator.backend,
                                      simulator.device.on_gpu)
     shots = int(settings["shots"])
+    data, metadata = {}, {}
     if circuit.is_dynamic:
-        records, run = run_trajectories(simulator, fused, shots, seed, progress=False)
-        memory = np.array([record["clbits_hex"] for record in records], dtype=object)
-        time_taken = sum(record["time_s"] for record in records)
+        branched = run_branches(simulator, fused, shots, seed, max_states=settings["max_branch_states"],
+                                keep_final_state=settings["statevector"])
+        memory = np.array([hex(bits) for bits in branched.memory], dtype=object)
+        final_state, run = branched.final_state, None
+        data.update({label: qiskit_value(_kind(fused, label), value, qc.num_qubits)
+                     for label, value in branched.saves.items() if value is not None})
+        metadata.update(branches=branched.branches, branch_splits=branched.splits, branch_replays=branched.replays)
     else:
         run = simulator.run(fused)
         memory = _clbit_memory(run.state, circuit.measured, clbits, shots, seed) if qc.num_clbits else None
-        time_taken = run.total_time_s
-    data = {}
+        final_state = run.state_vector() if settings["statevector"] else None
     if qc.num_clbits:
         values, counts = np.unique(memory, return_counts=True)
         data["counts"] = {str(value): int(count) for value, count in zip(values, counts)}
         if settings["memory"]:
             data["memory"] = memory.tolist()
     if settings["statevector"]:
-        data["statevector"] = run.state_vector()
+        data["statevector"] = Statevector(final_state, dims=(2,) * qc.num_qubits)
     header = {"name": qc.name, "memory_slots": qc.num_clbits, "n_qubits": qc.num_qubits,
               "metadata": qc.metadata}
     if sum(register.size for register in qc.cregs) == qc.num_clbits:
         header["creg_sizes"] = [[register.name, register.size] for register in qc.cregs]
     return ExperimentResult(
         shots=shots, success=True, data=ExperimentResultData(**data), header=header, status="DONE",
-        seed_simulator=seed, time_taken=time_taken,
-        metadata={"gates": len(circuit), "fused_gates": len(fused), "fusion": fusion, "backend": run.backend,
-                  "device": run.device, "backend_statistics": run.backend_statistics,
-                  "trajectories": shots if circuit.is_dynamic else 0},
+        seed_simulator=seed, time_taken=time.perf_counter() - started,
+        metadata={"gates": len(circuit), "fused_gates": len(fused), "fusion": fusion, "backend": simulator.backend.name,
+                  "device": simulator.device.name(), "backend_statistics": simulator.backend.statistics(),
+                  "gate_time_s": run.total_time_s if run is not None else None, "method": "statevector", **metadata},
     )
+
+
+def _kind(circuit, label: str) -> str:
+    return next(op.kind for op in circuit.gates if getattr(op, "label", None) == label)
 
 
 def _clbit_memory(state, measured: tuple, clbits: tuple, shots: int, seed: int) -> np.ndarray:
@@ -211,8 +212,3 @@ def _clbit_memory(state, measured: tuple, clbits: tuple, shots: int, seed: int) 
     as_hex = np.array([hex(sum(((int(v) >> j) & 1) << clbit for j, clbit in enumerate(clbits))) for v in values],
                       dtype=object)
     return as_hex[inverse.reshape(-1)]
-
-
-def _check_int(value, what: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise SimulationError(f"{what} must be an integer >= {minimum}, got {value!r}")

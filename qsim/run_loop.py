@@ -80,8 +80,9 @@ class RunLoop:
     """Runs steps on one device through the backend. After run(): seconds(kind) per timed step
     (GATE for the gates), gate_info and applied_plans (one per applied gate), memory (PeakMemory)."""
 
-    def __init__(self, backend, device, progress_bar, operations: int):
+    def __init__(self, backend, device, progress_bar, operations: int, backend_run: bool = True):
         self.backend, self.device, self.bar = backend, device, progress_bar
+        self.backend_run = backend_run  # False inside Simulator.prepared, which holds the backend's run
         self.operations = operations  # for messages: "operation p of <operations>"
         self.timers = {GATE: StepTimer(device)}
         self.gate_info = []
@@ -90,7 +91,8 @@ class RunLoop:
 
     def run(self, steps, state, scratch):
         """The state after every step (scratch: a spare state buffer or None)."""
-        self.backend.start_run()
+        if self.backend_run:
+            self.backend.start_run()
         try:
             for step in steps:
                 if isinstance(step, Action):
@@ -102,7 +104,8 @@ class RunLoop:
         finally:
             self.bar.close()
             self.device.synchronize()
-            self.backend.finish_run()
+            if self.backend_run:
+                self.backend.finish_run()
         return state
 
     def gate_flops(self, n_qubits: int) -> list:
@@ -121,21 +124,29 @@ class RunLoop:
         return value
 
     def _apply_gate(self, step: GateStep, state, scratch):
-        u = self.device.xp.asarray(step.plan.matrix) if step.matrix is None else step.matrix
-        product = lambda x, out: self.backend.apply_batched(u, x, out)  # noqa: E731
-        scattered = lambda s, targets: self.backend.apply_scattered(u, s, targets)  # noqa: E731
-        try:
-            state, scratch, layout = self.time(GATE, apply_plan, step.plan, state, product, scratch, scattered)
-        except MemoryError as exc:  # cupy's OutOfMemoryError is one too
-            raise SimulationError(
-                f"out of {self.device.kind} memory at operation {step.position} of {self.operations} "
-                f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
-                "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
-                "workspace_bytes") from exc
+        state, scratch, layout = self.time(GATE, apply_gate_plan, self.backend, self.device, step.plan, step.matrix,
+                                           state, scratch, step.position, self.operations)
         self.memory.sample()
         self.applied_plans.append(step.plan)
         self.gate_info.append(dict(self.backend.last_call_info, **step.info, layout=layout))
         return state, scratch
+
+
+def apply_gate_plan(backend, device, plan, matrix, state, scratch, position: int, operations: int) -> tuple:
+    """(state, scratch, layout) after the gate of `plan` (qsim.apply.GatePlan; matrix: the gate on
+    the device, or None to upload plan.matrix) through the backend; running out of device memory
+    is a SimulationError naming operation `position` of `operations`."""
+    u = device.xp.asarray(plan.matrix) if matrix is None else matrix
+    product = lambda x, out: backend.apply_batched(u, x, out)  # noqa: E731
+    scattered = lambda s, targets: backend.apply_scattered(u, s, targets)  # noqa: E731
+    try:
+        return apply_plan(plan, state, product, scratch, scattered)
+    except MemoryError as exc:  # cupy's OutOfMemoryError is one too
+        raise SimulationError(
+            f"out of {device.kind} memory at operation {position} of {operations} "
+            f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
+            "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
+            "workspace_bytes") from exc
 
 
 class StepTimer:

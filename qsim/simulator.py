@@ -1,18 +1,19 @@
 """The state-vector engine: runs a Circuit gate by gate through a GEMM backend."""
+import contextlib
 import functools
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
 import gemm_backend
-from circuits import Circuit, CircuitError, Gate
+from circuits import Circuit, CircuitError, Gate, Save
 
 from .apply import plan_gate, transposed_chunk_bytes
 from .device import resolve_device
 from .errors import SimulationError
 from .measurement import measurement_workspace_bytes
 from .result import Result
-from .run_loop import GATE, GateStep, RunLoop, prepared_matrices, warm_up
+from .run_loop import GATE, GateStep, RunLoop, apply_gate_plan, prepared_matrices, warm_up
 from .state import MEMORY_FRACTION, initial_state_vector
 from .trajectory import Trajectory
 
@@ -38,6 +39,18 @@ class SimulatorOptions:
     progress: bool = None
     out_of_place: object = "auto"
     memory_fraction: float = MEMORY_FRACTION
+
+
+@dataclass
+class PreparedRun:
+    """What Simulator.run builds once per circuit: the memory plan (with one GatePlan per
+    operation, None for non-gates), the gates' device matrices (None above the run loop's
+    PREPARED_MAX_DIM) and the seconds the backend spent preparing the gates."""
+
+    circuit: Circuit
+    plan: dict
+    matrices: list
+    prepare_time_s: float
 
 
 class Simulator:
@@ -101,31 +114,65 @@ class Simulator:
         return budget
 
     # -- run ------------------------------------------------------------------------------
-    def run(self, circuit: Circuit, initial_state=None, *, seed=None) -> Result:
-        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
-        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
-        (None: a fresh one, reported in Result.trajectory)."""
+    @contextlib.contextmanager
+    def prepared(self, circuit: Circuit):
+        """Plan, upload and warm up `circuit` once for many runs (trajectories, branches): yields a
+        PreparedRun to pass to run(..., prepared=) and apply_gate, inside one backend run (whose
+        deferred error checks are raised on leaving the block)."""
+        prepared = self._prepare(circuit)
+        self.backend.start_run()
+        try:
+            yield prepared
+        finally:
+            self.device.synchronize()
+            self.backend.finish_run()
+
+    def _prepare(self, circuit: Circuit) -> PreparedRun:
         if not isinstance(circuit, Circuit):
             raise CircuitError(f"run() takes a circuits.Circuit, got {type(circuit).__name__}")
         plan = self.memory_plan(circuit)
+        matrices = prepared_matrices(plan["plans"], self.device.xp)
+        return PreparedRun(circuit, plan, matrices, warm_up(self.backend, self.device, plan["plans"], matrices))
+
+    def apply_gate(self, prepared: PreparedRun, position: int, state, scratch) -> tuple:
+        """Apply gate `position` of the prepared circuit to `state` (the engine's (2^N,)
+        complex128 buffer); scratch: the spare buffer or None. Returns (state, scratch, layout):
+        an out-of-place product swaps the two buffers."""
+        return apply_gate_plan(self.backend, self.device, prepared.plan["plans"][position],
+                               prepared.matrices[position], state, scratch,
+                               position=position, operations=len(prepared.circuit.gates))
+
+    def run(self, circuit: Circuit, initial_state=None, *, seed=None, prepared: PreparedRun = None) -> Result:
+        """Simulate `circuit` from |0...0> or from `initial_state` ((2^N,) complex, unit norm).
+        A dynamic circuit runs as one quantum trajectory (qsim.trajectory) drawn with `seed`
+        (None: a fresh one, reported in Result.trajectory). prepared: from `with
+        simulator.prepared(circuit)`, to skip planning and warm-up (a batch of trajectories).
+        Save operations (circuits.Save) are refused: qsim.branching runs them."""
+        if isinstance(circuit, Circuit) and any(isinstance(op, Save) for op in circuit.gates):
+            raise SimulationError("the circuit holds save operations (circuits.Save); run it through "
+                                  "qsim.qiskit.QsimBackend or qsim.branching.run_branches, which honour them")
+        own_run = prepared is None
+        if own_run:
+            prepared = self._prepare(circuit)
+        elif prepared.circuit is not circuit:
+            raise SimulationError("run(prepared=...) got the PreparedRun of another circuit")
         xp = self.device.xp
         state = initial_state_vector(circuit.n_qubits, xp, initial_state)
-        scratch = xp.empty_like(state) if plan["spare_buffer"] else None
-        matrices = prepared_matrices(plan["plans"], xp)
-        prepare_seconds = warm_up(self.backend, self.device, plan["plans"], matrices)
+        scratch = xp.empty_like(state) if prepared.plan["spare_buffer"] else None
         trajectory = Trajectory.start(circuit, self.device, seed)
         steps = [GateStep(position, gate_plan, u, {} if gate_plan is None else {"targets": list(gate.targets)},
                           None if trajectory is None else functools.partial(trajectory.handles, gate))
-                 for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, plan["plans"], matrices))]
+                 for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, prepared.plan["plans"],
+                                                                     prepared.matrices))]
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
-        loop = RunLoop(self.backend, self.device, bar, len(circuit.gates))
+        loop = RunLoop(self.backend, self.device, bar, len(circuit.gates), backend_run=own_run)
         state = loop.run(steps, state, scratch)
         return Result(
             n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),
             gate_times_s=loop.seconds(GATE), gate_info=loop.gate_info, gate_flops=loop.gate_flops(circuit.n_qubits),
             peak_memory_bytes=loop.memory.peak(), memory_measure=loop.memory.measure,
             backend_options=self.backend.options, backend_statistics=self.backend.statistics(),
-            prepare_time_s=prepare_seconds, copy_bandwidth_Bps=self.device.copy_bandwidth(),
+            prepare_time_s=prepared.prepare_time_s if own_run else 0.0, copy_bandwidth_Bps=self.device.copy_bandwidth(),
             trajectory=trajectory.record() if trajectory is not None else None,
             implementation=self.backend.implementation(self.device.on_gpu),
         )

@@ -105,21 +105,23 @@ def run_trajectories(simulator, circuit, count: int, seed: int, progress=None) -
     trajectory_seed(seed, i); a tqdm bar over trajectories (progress None: only on a terminal).
 
     Returns (records, last Result): one record per trajectory with its index, seed, time_s (gates
-    plus measurements), wall_s (the whole run: planning, allocation and warm-up too), norm of the
-    final state, and for a dynamic circuit Trajectory.record()'s fields. Only one state is alive
-    at a time: each run's state is freed before the next one is allocated.
+    plus measurements), wall_s (the run's allocation and bookkeeping too; planning and warm-up are
+    done once, before the first trajectory), norm of the final state, and for a dynamic circuit
+    Trajectory.record()'s fields. Only one state is alive at a time: each run's state is freed
+    before the next one is allocated.
     """
     records, last = [], None
     bar = tqdm(range(count), unit="trajectory", disable=None if progress is None else not progress, leave=False)
-    for index in bar:
-        last = None
-        start = time.perf_counter()
-        last = simulator.run(circuit, seed=trajectory_seed(seed, index))
-        wall = time.perf_counter() - start
-        details = last.trajectory or {"seed": trajectory_seed(seed, index), "clbits": "", "clbits_hex": "0x0",
-                                      "measurements": 0, "measure_time_s": 0.0, "events": []}
-        records.append({"index": index, **details, "time_s": last.total_time_s, "wall_s": wall,
-                        "norm": _norm(last.state)})
+    with simulator.prepared(circuit) as prepared:  # plans and warm-up once for all trajectories
+        for index in bar:
+            last = None
+            start = time.perf_counter()
+            last = simulator.run(circuit, seed=trajectory_seed(seed, index), prepared=prepared)
+            wall = time.perf_counter() - start
+            details = last.trajectory or {"seed": trajectory_seed(seed, index), "clbits": "", "clbits_hex": "0x0",
+                                          "measurements": 0, "measure_time_s": 0.0, "events": []}
+            records.append({"index": index, **details, "time_s": last.total_time_s, "wall_s": wall,
+                            "norm": _norm(last.state)})
     bar.close()
     return records, last
 

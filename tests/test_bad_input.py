@@ -16,7 +16,8 @@ QASM_FILES = {
     "wide.qasm": "OPENQASM 2.0;\nqreg q[1020];\n",
     "oob.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[5];\n',
     "garbage.qasm": "garbage",
-    "loop.qasm": 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nfor int i in [0:2] { h q[0]; }\n',
+    "loop.qasm": ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nbit[1] c;\nc[0] = measure q[0];\n'
+                  'while (c[0] == true) { x q[0]; c[0] = measure q[0]; }\n'),
     "nan.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrx(0/0) q[0];\n',
     "measure.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[1];\nh q[0];\nmeasure q[0] -> c[0];\n'
                     "h q[0];\n",
@@ -71,7 +72,7 @@ CLI_CASES = [
     (["run", "--qasm", "{d}", "--device", "cpu"], ("neither an existing file nor OpenQASM text",)),
     (["run", "--qasm", "{d}/garbage.qasm", "--device", "cpu"], ("OPENQASM version header",)),
     (["run", "--qasm", "{d}/oob.qasm", "--device", "cpu"], ("parse error", "index 5 is out-of-range")),
-    (["run", "--qasm", "{d}/loop.qasm", "--device", "cpu"], ("for_loop", "not supported")),
+    (["run", "--qasm", "{d}/loop.qasm", "--device", "cpu"], ("while_loop", "not supported")),
     (["run", "--qasm", "{d}/nan.qasm", "--device", "cpu"], ("OpenQASM 2 parse error",)),
     (["run", "--qasm", "{d}/ok.qasm", "--qubits", "4", "--device", "cpu"], ("--qubits shape a brickwork circuit",)),
     (["run", "--qasm", "{d}/ok.qasm", "--depth", "2", "--device", "cpu"], ("--depth shape a brickwork circuit",)),
@@ -342,7 +343,7 @@ def _import_and_backend_cases():
         ("qasm garbage", lambda r: from_qasm("garbage"), CircuitError, ("neither an existing file nor OpenQASM",)),
         ("qasm wide", lambda r: from_qasm(QASM_FILES["wide.qasm"]), CircuitError, (TOO_MANY,)),
         ("qasm index", lambda r: from_qasm(QASM_FILES["oob.qasm"]), CircuitError, ("out-of-range",)),
-        ("qasm loop", lambda r: from_qasm(QASM_FILES["loop.qasm"]), CircuitError, ("for_loop",)),
+        ("qasm loop", lambda r: from_qasm(QASM_FILES["loop.qasm"]), CircuitError, ("while_loop",)),
         ("option splits", lambda r: gemm_backend.get("int8-9", splits=4), BackendError, ("takes no option splits",)),
         ("parse unknown", lambda r: gemm_backend.parse_option("dd", "fused", "true"), BackendError,
          ("'dd' takes no option fused",)),

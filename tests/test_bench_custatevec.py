@@ -338,10 +338,10 @@ def test_a_program_that_is_not_unitary_is_refused_naming_why(tmp_path, monkeypat
 
 
 def test_a_program_that_is_not_unitary_exits_without_a_traceback(tmp_path):
-    path = _qasm_file(tmp_path, HEADER + "reset q[1];\n")
+    path = _qasm_file(tmp_path, HEADER + "x q[1];\nreset q[1];\n")  # a reset of an untouched qubit is dropped
     proc = subprocess.run([sys.executable, str(SCRIPT), "--qasm", path], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "is not unitary: operation 1 resets qubits [1]" in proc.stderr and proc.stderr.count("\n") == 1
+    assert "is not unitary: operation 2 resets qubits [1]" in proc.stderr and proc.stderr.count("\n") == 1
 
 
 # -- scripts/bench/make_random_qasm.py -------------------------------------------------------------

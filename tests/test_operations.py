@@ -35,7 +35,7 @@ def test_tests_and_conditions_read_register_values():
     (lambda: Circuit(2, [Measure((0,), (3,))], n_clbits=2), "uses classical bit 3, but the circuit has 2"),
     (lambda: Circuit(2, [Gate((1,), X, condition=Condition.equals((1,), 1))], n_clbits=1), "uses classical bit 1"),
     (lambda: Circuit(2, [Reset((2,))]), "targets qubit 2"),
-    (lambda: Circuit(2, ["measure"]), "not a circuits.Gate, Measure or Reset"),
+    (lambda: Circuit(2, ["measure"]), "not a circuits.Gate, Measure, Reset or Save"),
     (lambda: Circuit(2, [], n_clbits=3, clbit_registers=(("c", 2),)), "do not cover the 3 classical bits"),
     (lambda: Measure((0.0,), (0,)), r"measured qubits: every index must be an integer, got 0.0 \(float\)"),
     (lambda: Measure((0,), (np.float64(1),)), "classical bits of a measurement: every index must be an integer"),

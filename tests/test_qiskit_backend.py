@@ -152,7 +152,7 @@ def test_bad_runs_give_clear_errors(backend):
         backend.run(qc, seed_simulator=-3)
     with pytest.raises(SimulationError, match="not a QuantumCircuit"):
         backend.run([qc, "h q[0];"])
-    with pytest.raises(SimulationError, match="has no option"):
+    with pytest.raises(SimulationError, match="takes no option shot"):
         QsimBackend(shot=10)
     with pytest.raises(SimulationError, match="memory must be True or False, got 'no'"):
         backend.run(qc, memory="no")
@@ -215,7 +215,7 @@ def test_dynamic_circuit_counts_in_qiskit_format(backend):
     keys = [f"{o} {b}" for o in "01" for b in ("00", "01", "10", "11")]
     expected = [shots * (p1 if o == "1" else 1 - p1) / 4 for o in "01" for _ in range(4)]
     assert chisquare([counts.get(k, 0) for k in keys], expected).pvalue > P_VALUE
-    assert result.results[0].metadata["trajectories"] == shots
+    assert result.results[0].metadata["branches"] == 4  # one per Bell outcome; the final measurement is sampled
     again = backend.run(teleportation_with_registers(), shots=shots, memory=True, seed_simulator=5).result()
     assert again.get_memory() == memory
 
@@ -226,7 +226,8 @@ def test_dynamic_statevector_is_the_last_shots(backend):
     last = result.get_memory()[-1]
     m0, m1 = int(last[-1]), int(last[-2])
     state = result.get_statevector()
-    amplitudes = state[[m0 + 2 * m1, m0 + 2 * m1 + 4]]
+    assert isinstance(state, Statevector)
+    amplitudes = state.data[[m0 + 2 * m1, m0 + 2 * m1 + 4]]
     assert np.abs(np.abs(amplitudes) - [np.cos(TELEPORTED_ANGLE / 2), np.sin(TELEPORTED_ANGLE / 2)]).max() < 1e-12
 
 
@@ -293,3 +294,149 @@ def test_backend_on_gpu(gemm):
 def test_run_input_must_be_circuits(run_input, message):
     with pytest.raises(SimulationError, match=message):
         QsimBackend(device="cpu").run(run_input)
+
+
+# -- AerSimulator's run options and result fields (issue 28) ------------------------------------
+def test_parameter_binds_give_one_experiment_per_value(backend):
+    """Aer's spelling: parameter_binds=[{theta: [values]}]; each experiment's saved state is
+    Statevector of the circuit bound to that value."""
+    from qiskit.circuit import Parameter
+
+    theta, phi = Parameter("theta"), Parameter("phi")
+    qc = QuantumCircuit(2)
+    qc.ry(theta, 0)
+    qc.cx(0, 1)
+    qc.rz(phi, 1)
+    values = {theta: [0.1, 1.3, 2.9], phi: [0.5, -0.2, 1.0]}
+    measured = qc.copy()
+    measured.save_statevector()
+    result = backend.run([measured], parameter_binds=[values], seed_simulator=1).result()
+    assert len(result.results) == 3
+    for index in range(3):
+        bound = qc.assign_parameters({theta: values[theta][index], phi: values[phi][index]})
+        assert np.abs(result.get_statevector(index).data - Statevector(bound).data).max() < 1e-12
+    with pytest.raises(SimulationError, match="parameter_binds needs one dict per circuit"):
+        backend.run([measured, measured], parameter_binds=[values])
+    with pytest.raises(SimulationError, match="one length"):
+        backend.run([measured], parameter_binds=[{theta: [1.0], phi: [1.0, 2.0]}])
+
+
+def test_aer_run_options_are_taken_or_refused_in_one_line(backend):
+    qc = measured_random_circuit()
+    result = backend.run(qc, shots=None, method="statevector", precision="double", max_parallel_threads=0,
+                         device="CPU", seed_simulator=3).result()
+    assert result.results[0].shots == 1024 and sum(result.get_counts().values()) == 1024
+    assert backend.run(qc, method="automatic", seed_simulator=3).result().get_counts() == result.get_counts()
+    for option, message in [({"noise_model": object()}, "takes no option noise_model"),
+                            ({"method": "matrix_product_state"}, "method 'matrix_product_state' is not available"),
+                            ({"precision": "single"}, "precision 'single' is not available"),
+                            ({"max_parallel_threads": 2}, "max_parallel_threads=2 cannot be honoured")]:
+        with pytest.raises(SimulationError, match=message) as error:
+            backend.run(qc, **option)
+        assert "\n" not in str(error.value)
+
+
+def test_time_taken_is_wall_time_and_num_qubits_follows_memory(backend):
+    import time
+
+    qc = measured_random_circuit()
+    started = time.perf_counter()
+    result = backend.run([qc, qc], shots=100).result()
+    wall = time.perf_counter() - started
+    per_experiment = [experiment.time_taken for experiment in result.results]
+    assert 0 < sum(per_experiment) <= result.time_taken <= wall
+    assert result.results[0].metadata["gate_time_s"] <= per_experiment[0]
+    free = Simulator(device="cpu").device.free_bytes()
+    assert 16 << backend.num_qubits <= free < 16 << (backend.num_qubits + 2)
+    assert {"shots", "method", "precision", "max_parallel_threads", "seed_simulator"} <= set(backend.options.__dict__)
+
+
+def test_estimator_loop_matches_statevector_estimator(backend):
+    """BackendEstimatorV2 on QsimBackend against StatevectorEstimator: the estimates agree within
+    6 standard errors (the backend's estimate is sampled)."""
+    from qiskit.circuit import Parameter
+    from qiskit.primitives import BackendEstimatorV2, StatevectorEstimator
+    from qiskit.quantum_info import SparsePauliOp
+
+    theta = Parameter("theta")
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    qc.ry(theta, 1)
+    qc.cx(0, 2)
+    qc.cx(1, 2)
+    observable = SparsePauliOp(["ZZI", "IXZ", "XIX"], [1.0, 0.5, -0.7])
+    values = [[0.2], [1.1], [2.5]]
+    estimator = BackendEstimatorV2(backend=backend, options={"default_precision": 0.01,
+                                                             "seed_simulator": 5})
+    ours = estimator.run([(qc, observable, values)]).result()[0].data
+    exact = StatevectorEstimator().run([(qc, observable, values)]).result()[0].data.evs
+    assert np.all(np.abs(ours.evs - exact) <= 6 * np.maximum(ours.stds, 1e-3))
+
+
+def test_for_loop_runs_as_its_unrolled_circuit(backend):
+    from qiskit.circuit import Parameter
+
+    theta = Parameter("theta")
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    with qc.for_loop(range(4)) as i:
+        qc.rx(0.3 * i + 0.1, 1)
+        qc.cx(1, 2)
+    with qc.for_loop([1, 3], theta):
+        qc.ry(0.5 * theta, 0)
+    unrolled = QuantumCircuit(3)
+    unrolled.h(0)
+    for i in range(4):
+        unrolled.rx(0.3 * i + 0.1, 1)
+        unrolled.cx(1, 2)
+    for value in (1, 3):
+        unrolled.ry(0.5 * value, 0)
+    qc.save_statevector()
+    state = backend.run(qc).result().get_statevector()
+    assert np.abs(state.data - Statevector(unrolled).data).max() < 1e-12
+
+
+def test_switch_takes_the_case_of_the_measured_register(backend):
+    """Register c of two measured |+> qubits: case 0 or 3 flips qubit 2, case 1 rotates it by
+    ry(1.0), the default (2) by ry(2.0); the joint counts follow the exact distribution."""
+    qc = QuantumCircuit(3, 3)
+    creg = ClassicalRegister(2, "m")
+    qc.add_register(creg)
+    qc.h([0, 1])
+    qc.measure([0, 1], creg)
+    with qc.switch(creg) as case:
+        with case(0, 3):
+            qc.x(2)
+        with case(1):
+            qc.ry(1.0, 2)
+        with case(case.DEFAULT):
+            qc.ry(2.0, 2)
+    qc.measure(2, 0)
+    shots = 20000
+    counts = backend.run(qc, shots=shots, seed_simulator=8).result().get_counts()
+    p_one = {0: 1.0, 3: 1.0, 1: np.sin(0.5) ** 2, 2: np.sin(1.0) ** 2}
+    exact = {f"{m:02b} 00{bit}": 0.25 * (p_one[m] if bit else 1 - p_one[m]) for m in range(4) for bit in (0, 1)}
+    exact = {key: p for key, p in exact.items() if p > 0}
+    assert set(counts) <= set(exact)
+    assert chisquare([counts.get(k, 0) for k in exact], [shots * p for p in exact.values()]).pvalue > P_VALUE
+
+
+def test_initialize_and_state_preparation_without_transpile(backend):
+    from qiskit.circuit.library import StatePreparation
+    from qiskit.quantum_info import random_statevector
+
+    psi = random_statevector(8, seed=3).data
+    qc = QuantumCircuit(4)
+    qc.initialize(psi, [0, 1, 3])
+    qc.h(2)
+    qc.append(StatePreparation(random_statevector(4, seed=4).data), [2, 0])
+    reference = Statevector(qc)
+    qc.save_statevector()
+    assert np.abs(backend.run(qc).result().get_statevector().data - reference.data).max() < 1e-12
+    entangled = QuantumCircuit(2, 1)  # initialize after an entangling gate resets: a random projection
+    entangled.h(0)
+    entangled.cx(0, 1)
+    entangled.initialize([0, 1], [1])
+    entangled.measure(0, 0)
+    counts = backend.run(entangled, shots=4000, seed_simulator=2).result().get_counts()
+    assert chisquare([counts.get("0", 0), counts.get("1", 0)]).pvalue > P_VALUE
