@@ -44,6 +44,16 @@ def copy_bandwidth(on_gpu: bool, nbytes: int = 1 << 31) -> float:
     return 2 * src.nbytes / seconds
 
 
+def gpu_state_and_floor(n_qubits: int, seed: int = 1) -> tuple:
+    """(state, floor): a random unit (2^n,) complex128 cupy state (never zeros) and the memory
+    floor of one gate on it in seconds (read and write it once at the measured copy bandwidth)."""
+    cp = cupy_module()
+    rng = cp.random.default_rng(seed)
+    state = rng.standard_normal(1 << n_qubits) + 1j * rng.standard_normal(1 << n_qubits)
+    state /= cp.linalg.norm(state)
+    return state, 32 * (1 << n_qubits) / copy_bandwidth(True)
+
+
 def print_table(rows: list, columns: list) -> None:
     """Aligned text table; columns are (key, header, format)."""
     cells = [[fmt.format(row[key]) if row.get(key) is not None else "-" for key, _, fmt in columns] for row in rows]

@@ -14,7 +14,7 @@ import cupy as cp
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend.multiword_gate import apply_gate, default_shape, gate_words, plan_launch
-from qsim.benchmarking import copy_bandwidth, first_targets, median_time
+from qsim.benchmarking import gpu_state_and_floor, first_targets, median_time
 
 # (n-tiles per warp, blocks per multiprocessor)
 VARIANTS = [(1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 2), (4, 3)]
@@ -29,10 +29,7 @@ def main():
     args = parser.parse_args()
     n = args.qubits
     rng = np.random.default_rng(1)
-    gpu_rng = cp.random.default_rng(1)
-    state = gpu_rng.standard_normal(1 << n) + 1j * gpu_rng.standard_normal(1 << n)
-    state /= cp.linalg.norm(state)
-    floor = 32 * (1 << n) / copy_bandwidth(True)
+    state, floor = gpu_state_and_floor(n)
     backend = gemm_backend.get("fp16x2")
     flag = cp.zeros(1, cp.int32)  # the NaN/Inf flag, read at the end as in a run: no synchronisation per gate
     print(f"N={n} floor {floor * 1e3:.2f} ms")

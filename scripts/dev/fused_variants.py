@@ -15,7 +15,7 @@ import gemm_backend
 from qsim.benchmarking import first_targets
 from circuits import haar_unitary
 from gemm_backend.ozaki.gate import apply_fused_gate, default_shape, plan_launch
-from qsim.benchmarking import copy_bandwidth, median_time
+from qsim.benchmarking import gpu_state_and_floor, median_time
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor)
 VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1),
@@ -31,10 +31,7 @@ def main():
     args = parser.parse_args()
     n = args.qubits
     rng = np.random.default_rng(1)
-    gpu_rng = cp.random.default_rng(1)
-    state = gpu_rng.standard_normal(1 << n) + 1j * gpu_rng.standard_normal(1 << n)
-    state /= cp.linalg.norm(state)
-    floor = 32 * (1 << n) / copy_bandwidth(True)
+    state, floor = gpu_state_and_floor(n)
     auto = gemm_backend.get("int8-auto")
     flag = cp.zeros(1, cp.int32)  # the NaN/Inf flag, read at the end as in a run: no synchronisation per gate
     print(f"N={n} floor {floor * 1e3:.2f} ms")
