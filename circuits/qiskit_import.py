@@ -27,19 +27,18 @@ qiskit is imported inside the functions, so this module loads where qiskit is no
 import cmath
 import math
 import numbers
-import os
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import CircuitError, one_line
+from .errors import CircuitError
 from .gate import Circuit, Gate
 from .indices import qubit_count
 from .operations import Condition, Measure, Reset
 from .qiskit_control_flow import condition_tests, for_loop, switch
 from .save import Save, save_from_qiskit
 from .qasm3_import import load_qasm3
+from .qasm_source import load_qasm2, qasm_source, qasm_version
 
 #: Composite instructions wider than this are expanded into their definitions rather than taken
 #: as one dense 2^d x 2^d matrix (a QFT on 28 qubits must become its gates). A UnitaryGate is
@@ -47,8 +46,6 @@ from .qasm3_import import load_qasm3
 DENSE_MATRIX_MAX_QUBITS = 5
 
 _NO_OP_NAMES = frozenset({"barrier", "delay", "id"})
-_QASM_HEADER = re.compile(r"OPENQASM\s+(\d+)(?:\.\d+)?\s*;")
-_QASM_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def from_qiskit(qc) -> Circuit:
@@ -91,10 +88,10 @@ def from_qasm(path_or_text) -> Circuit:
     gphase; only the standard include "stdgates.inc"). Measurement, reset and `if` are read as
     from_qiskit reads them. Errors, syntax errors included, are one-line CircuitErrors.
     """
-    text, include_dir = _qasm_source(path_or_text)
-    version = _qasm_version(text)
+    text, include_dir = qasm_source(path_or_text)
+    version = qasm_version(text)
     if version == 2:
-        return from_qiskit(_load_qasm2(text, include_dir))
+        return from_qiskit(load_qasm2(text, include_dir))
     if version == 3:
         return from_qiskit(load_qasm3(text))
     raise CircuitError(f"OPENQASM version {version} is not supported; use OpenQASM 2 or 3")
@@ -370,43 +367,3 @@ def _matrix(operation, where) -> np.ndarray:
         message = str(exc).strip("'\" ")
         raise CircuitError(f"instruction {where} has no unitary matrix ({message}); only unitary gates, "
                            "measurements, resets and if/else are supported") from None
-
-
-# -- OpenQASM ----------------------------------------------------------------------------------
-def _qasm_source(path_or_text) -> tuple:
-    """(program text, directory for includes or None)."""
-    if isinstance(path_or_text, os.PathLike):
-        path_or_text = os.fspath(path_or_text)
-    if not isinstance(path_or_text, str):
-        raise CircuitError(f"from_qasm takes a file path or OpenQASM text, got {type(path_or_text).__name__}")
-    if "OPENQASM" not in path_or_text and os.path.isfile(path_or_text):
-        try:
-            with open(path_or_text, encoding="utf-8") as source:
-                return source.read(), os.path.dirname(os.path.abspath(path_or_text))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CircuitError(f"cannot read QASM file {path_or_text!r}: {exc}") from None
-    if "OPENQASM" in path_or_text or "\n" in path_or_text or ";" in path_or_text:
-        return path_or_text, None
-    raise CircuitError(f"{path_or_text!r} is neither an existing file nor OpenQASM text "
-                       "(which starts with an 'OPENQASM 2.0;' or 'OPENQASM 3.0;' header)")
-
-
-def _qasm_version(text: str) -> int:
-    match = _QASM_HEADER.match(_QASM_COMMENTS.sub("", text).lstrip())
-    if match is None:
-        raise CircuitError("the QASM program does not start with an OPENQASM version header; "
-                           "add 'OPENQASM 2.0;' or 'OPENQASM 3.0;' as its first statement")
-    return int(match.group(1))
-
-
-def _load_qasm2(text: str, include_dir):
-    from qiskit import qasm2
-    from qiskit.exceptions import QiskitError
-
-    include_path = (include_dir,) if include_dir else (".",)
-    try:
-        return qasm2.loads(text, include_path=include_path, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)
-    except qasm2.QASM2ParseError as exc:
-        raise CircuitError(f"OpenQASM 2 parse error: {one_line(exc)}") from None
-    except QiskitError as exc:  # building the circuit, e.g. qiskit's CircuitError 'Register size too large.'
-        raise CircuitError(f"OpenQASM 2 import error: {one_line(exc).strip(chr(39))} ({type(exc).__name__})") from None

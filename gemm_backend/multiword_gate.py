@@ -30,7 +30,7 @@ import numpy as np
 from .arrays import cupy_module, gpu_available, is_gpu_array, to_host
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module
-from .multiword import LOW_SHIFT, WORD_EXPONENT, embed_rows, inner_layout, real_rows, split_rows
+from .multiword_words import LOW_SHIFT, WORD_EXPONENT, embed_rows, inner_layout, real_rows, split_rows
 from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)

@@ -14,7 +14,7 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.multiword import DEFAULT_BLOCK, LOW_SHIFT, WORD_EXPONENT, inner_layout, split_rows
+from gemm_backend.multiword_words import DEFAULT_BLOCK, LOW_SHIFT, WORD_EXPONENT, inner_layout, split_rows
 from .helpers import draw, normwise_error
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")

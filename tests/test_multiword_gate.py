@@ -7,7 +7,8 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.multiword import CpuWordProducts, inner_layout, split_b
+from gemm_backend.multiword import CpuWordProducts
+from gemm_backend.multiword_words import inner_layout, split_b
 from gemm_backend.multiword_gate import (FUSED_DIMS, difference_bound, fragment_index, gate_words, plan_launch,
                                          tiles)
 from qsim.apply import apply_plan, plan_gate

@@ -22,7 +22,7 @@ import numpy as np
 import gemm_backend
 from gemm_backend.arrays import to_host
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.multiword import DEFAULT_BLOCK, default_block
+from gemm_backend.multiword_words import DEFAULT_BLOCK, default_block
 from qsim.device import resolve_device
 from qsim.output import check_output_path_or_exit, write_json
 from qsim.benchmarking import median_time, print_table
