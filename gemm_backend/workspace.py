@@ -52,6 +52,19 @@ class Workspace:
         free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
         return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
 
+    def run(self, on_gpu: bool, body):
+        """body(bytes), given the bytes one call may take now (for_call). With an automatic
+        workspace on the GPU, a body that runs out of memory runs once more with the pool's cached
+        blocks given back and the size measured again: blocks that earlier calls split are counted
+        as free but serve only pieces. So body must redo all of its work, and its results must not
+        depend on the bytes it is given (only its tiling may)."""
+        try:
+            return body(self.for_call(on_gpu))
+        except MemoryError:  # cupy's OutOfMemoryError is one
+            if not (self.automatic and on_gpu):
+                raise
+            return body(self.for_call(on_gpu, release_cache=True))
+
     def reserved(self) -> int:
         """Bytes the caller must leave free beside the state (an automatic workspace sizes itself
         from what is left at call time, at least MIN_AUTO_WORKSPACE)."""

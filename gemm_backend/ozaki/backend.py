@@ -154,9 +154,13 @@ class OzakiBackend(GemmBackend):
         if choice.scheme is None:
             return self._finish(xp.matmul(a, b), choice, "zgemm")
         out = xp.empty((m, n), a.dtype)
-        row_step, col_step = tile_sizes(m, n, width, choice.plan, workspace)
-        multiply(a_rows, a_exps, b_tiles(choice.plan, b, b_exps, width, col_step), width,
-                 out.view(xp.float64) if is_complex else out, row_step)
+        out_rows = out.view(xp.float64) if is_complex else out
+
+        def tiles(workspace: int) -> None:  # sized after `out`, like the Ozaki-II path (the bits do not depend on tiling)
+            row_step, col_step = tile_sizes(m, n, width, choice.plan, workspace)
+            multiply(a_rows, a_exps, b_tiles(choice.plan, b, b_exps, width, col_step), width, out_rows, row_step)
+
+        self.workspace.run(is_gpu_array(a), tiles)
         return self._finish(out, choice, "tiles")
 
     def apply_batched(self, u, x, out):

@@ -136,16 +136,8 @@ class OzakiCrtBackend(GemmBackend):
         a_rows = a.view(xp.float64) if layout.is_complex else a
         out = xp.empty((n_rows, n_cols), a.dtype)
         out_rows = out.view(xp.float64) if layout.is_complex else out
-        on_gpu = is_gpu_array(a)
-        workspace = self.workspace.for_call(on_gpu)  # after `out`: the automatic one is what is left
-        try:
-            self._multiply_tiles(a_rows, b, out_rows, layout, workspace)
-        except MemoryError:  # cupy's OutOfMemoryError is one
-            if not (self.workspace.automatic and on_gpu):
-                raise
-            # free memory that sat in cached blocks too finely split for these tiles: measured
-            # again with the cache given back, every tile is redone (the bits do not depend on tiling)
-            self._multiply_tiles(a_rows, b, out_rows, layout, self.workspace.for_call(on_gpu, release_cache=True))
+        # measured after `out`: an automatic workspace is what is left (the bits do not depend on tiling)
+        self.workspace.run(is_gpu_array(a), lambda workspace: self._multiply_tiles(a_rows, b, out_rows, layout, workspace))
         return out
 
     def _multiply_tiles(self, a_rows, b, out_rows, layout: CrtLayout, workspace: int) -> None:
