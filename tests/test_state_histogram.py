@@ -8,7 +8,8 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.ozaki.split import add_needed_bits_histogram, new_histogram, row_exponents
-from gemm_backend.ozaki.state_histogram import HISTOGRAM_BITS, state_histogram, takes_view
+from gemm_backend.ozaki.gate import DIGIT_BITS
+from gemm_backend.ozaki.state_histogram import state_histogram, takes_view
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 
@@ -17,7 +18,7 @@ def cpu_histogram(view):
     """The row path on numpy: columns of the (L, K, R) view as rows [re, im, ...]."""
     n_left, k, n_right = view.shape
     rows = np.ascontiguousarray(view.transpose(0, 2, 1)).reshape(-1, k).view(np.float64)
-    exps, finite = row_exponents(rows, HISTOGRAM_BITS)
+    exps, finite = row_exponents(rows, DIGIT_BITS)
     assert finite
     histogram = new_histogram(np)
     add_needed_bits_histogram(rows, exps, histogram)

@@ -11,10 +11,9 @@ from ..arrays import cupy_module
 from ..errors import BackendError
 from ..kernel_launch import persistent_blocks, raw_module
 from ..target_layout import pack_targets, view_layout
+from .gate import DIGIT_BITS, FUSED_DIMS  # the fused kernel's digit width and sizes, the tile skeleton's
 from .split import new_histogram
 
-HISTOGRAM_DIMS = (2, 4, 8, 16, 32, 64)
-HISTOGRAM_BITS = 8  # the digit width of every gate up to K = 64 (split.bits_per_slice(2 K))
 _WARPS = 8
 _BLOCKS_PER_SM = 2
 _COLUMNS_PER_WARP = 8
@@ -23,7 +22,7 @@ _COLUMNS_PER_WARP = 8
 def takes_view(x, bits: int) -> bool:
     """Whether the kernel takes the (L, K, R) view x with digits of `bits` bits."""
     n_right = x.shape[2]
-    return (bits == HISTOGRAM_BITS and x.shape[1] in HISTOGRAM_DIMS and x.flags.c_contiguous
+    return (bits == DIGIT_BITS and x.shape[1] in FUSED_DIMS and x.flags.c_contiguous
             and not n_right & (n_right - 1))
 
 
