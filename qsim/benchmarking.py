@@ -1,6 +1,7 @@
 """Helpers of the benchmark and experiment scripts (scripts/bench, scripts/dev), installed with the
 package so that every script finds them: timing by CUDA events on the GPU and perf_counter on the
-CPU, the copy bandwidth, target choices and text tables."""
+CPU, the copy bandwidth, target choices, text tables and launch-variant rows."""
+import argparse
 import time
 
 import numpy as np
@@ -69,3 +70,28 @@ def first_targets(n_qubits: int, d: int, names) -> list:
     named = {"middle": (n_qubits - d) // 2, "top": n_qubits - d}
     targets = [named[n] if n in named else int(n) for n in names]
     return sorted({q for q in targets if 0 <= q <= n_qubits - d})
+
+
+def variant_arguments(description: str, qubits: int, gate_sizes: list):
+    """The parsed command line of a launch-variant script: --qubits, --gate-sizes, --targets
+    (first_targets names) and --repeats."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--qubits", type=int, default=qubits)
+    parser.add_argument("--gate-sizes", type=int, nargs="+", default=gate_sizes)
+    parser.add_argument("--targets", nargs="+", default=["0", "1", "12", "top"])
+    parser.add_argument("--repeats", type=int, default=5)
+    return parser.parse_args()
+
+
+def variant_cells(variants, floor: float, repeats: int) -> str:
+    """One row of a launch-variant table: for each (tag, call) the median GPU time of call() over
+    `floor` seconds, the fastest starred; a variant that fails to launch shows its error instead."""
+    cp = cupy_module()
+    results = []
+    for tag, call in variants:
+        try:
+            results.append((median_time(call, True, repeats, batch=3), tag))
+        except cp.cuda.driver.CUDADriverError as exc:
+            results.append((float("inf"), f"{tag}: {exc}"[:60]))
+    best = min(results)[0]
+    return "  ".join(f"{name} {t / floor:.2f}{'*' if t == best else ''}" for t, name in results)

@@ -5,8 +5,6 @@ fastest variant per (d, q) is starred. Prints one short table.
 
     python scripts/dev/fp16x2_variants.py --qubits 28 --gate-sizes 2 3 4 5 6 --targets 0 1 12 top
 """
-import argparse
-
 import numpy as np
 
 import cupy as cp
@@ -14,19 +12,14 @@ import cupy as cp
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend.multiword_gate import apply_gate, default_shape, gate_words, plan_launch
-from qsim.benchmarking import gpu_state_and_floor, first_targets, median_time
+from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_arguments, variant_cells
 
 # (n-tiles per warp, blocks per multiprocessor)
 VARIANTS = [(1, 2), (1, 3), (2, 1), (2, 2), (2, 3), (4, 2), (4, 3)]
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--qubits", type=int, default=28)
-    parser.add_argument("--gate-sizes", type=int, nargs="+", default=[2, 3, 4, 5, 6])
-    parser.add_argument("--targets", nargs="+", default=["0", "1", "12", "top"])
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = variant_arguments(__doc__.splitlines()[0], 28, [2, 3, 4, 5, 6])
     n = args.qubits
     rng = np.random.default_rng(1)
     state, floor = gpu_state_and_floor(n)
@@ -39,18 +32,12 @@ def main():
         default = default_shape(k)
         for q in first_targets(n, d, args.targets):
             view = state.reshape(1 << (n - q - d), k, 1 << q)
-            results = []
+            variants = []
             for n_tiles, blocks in VARIANTS:
                 launch = plan_launch(k, backend._block_for(k), "fp32", n_tiles=n_tiles, blocks_per_sm=blocks)
                 tag = f"NT{n_tiles}b{blocks}{'d' if (n_tiles, blocks) == default else ''}"
-                try:
-                    seconds = median_time(lambda: apply_gate(words, view, view, launch, flag), True, args.repeats,
-                                          batch=3)
-                    results.append((seconds, tag))
-                except cp.cuda.driver.CUDADriverError as exc:
-                    results.append((float("inf"), f"{tag}: {exc}"[:60]))
-            best = min(results)
-            cells = "  ".join(f"{name} {t / floor:.2f}{'*' if t == best[0] else ''}" for t, name in results)
+                variants.append((tag, lambda launch=launch: apply_gate(words, view, view, launch, flag)))
+            cells = variant_cells(variants, floor, args.repeats)
             print(f"d={d} q={q:2d}  {cells}", flush=True)
     assert int(flag[0]) == 0, "the kernel flagged NaN or Inf in a finite state"
 

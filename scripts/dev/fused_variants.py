@@ -5,17 +5,14 @@ the fastest variant per (d, q) is starred. Prints one short table.
 
     python scripts/dev/fused_variants.py --qubits 30 --gate-sizes 3 4 5 6 --targets 0 1 12 top
 """
-import argparse
-
 import numpy as np
 
 import cupy as cp
 
 import gemm_backend
-from qsim.benchmarking import first_targets
 from circuits import haar_unitary
 from gemm_backend.ozaki.gate import apply_fused_gate, default_shape, plan_launch
-from qsim.benchmarking import gpu_state_and_floor, median_time
+from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_arguments, variant_cells
 
 # (n-tiles per warp, prefetch, blocks per multiprocessor)
 VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False, 1), (1, True, 1), (4, False, 1),
@@ -23,12 +20,7 @@ VARIANTS = [(1, True, 2), (1, False, 2), (2, False, 2), (2, True, 2), (2, False,
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--qubits", type=int, default=30)
-    parser.add_argument("--gate-sizes", type=int, nargs="+", default=[5, 6])
-    parser.add_argument("--targets", nargs="+", default=["0", "1", "12", "top"])
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = variant_arguments(__doc__.splitlines()[0], 30, [5, 6])
     n = args.qubits
     rng = np.random.default_rng(1)
     state, floor = gpu_state_and_floor(n)
@@ -42,20 +34,14 @@ def main():
         default = default_shape(k, plan.a_slices, plan.b_slices)
         for q in first_targets(n, d, args.targets):
             view = state.reshape(1 << (n - q - d), k, 1 << q)
-            results = []
+            variants = []
             for n_tiles, prefetch, blocks in VARIANTS:
                 launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks)
                 if launch is None or launch.prefetch != prefetch or launch.blocks_per_sm != blocks:
                     continue
                 tag = f"NT{n_tiles}{'p' if prefetch else '-'}b{blocks}{'d' if (n_tiles, prefetch, blocks) == default else ''}"
-                try:
-                    seconds = median_time(lambda: apply_fused_gate(u, view, view, plan, launch, flag), True,
-                                          args.repeats, batch=3)
-                    results.append((seconds, tag))
-                except cp.cuda.driver.CUDADriverError as exc:
-                    results.append((float("inf"), f"{tag}: {exc}"[:60]))
-            best = min(results)
-            cells = "  ".join(f"{name} {t / floor:.2f}{'*' if t == best[0] else ''}" for t, name in results)
+                variants.append((tag, lambda launch=launch: apply_fused_gate(u, view, view, plan, launch, flag)))
+            cells = variant_cells(variants, floor, args.repeats)
             print(f"d={d} q={q:2d} s={plan.a_slices}  {cells}", flush=True)
     assert int(flag[0]) == 0, "the kernel flagged NaN or Inf in a finite state"
 
