@@ -4,7 +4,7 @@ A branch is a state, its classical bits and the number of shots that follow it. 
 measurement or reset (groups of at most MAX_JOINT_QUBITS qubits) the branch's shots are split
 over the outcomes by a multinomial draw from the exact outcome weights (qsim.measurement's
 outcome_weights), and every outcome that got shots continues once, with its share: projected
-and renormalised (project, flip_to_zero). So each shot's classical bits have exactly the
+and renormalised (measurement.collapse). So each shot's classical bits have exactly the
 distribution of an independent trajectory, and the walk does at most min(shots, outcomes) state
 updates per split where per-shot trajectories do `shots`. Conditioned operations are applied or
 skipped per branch; save operations (circuits.Save) read their value once per branch. Final
@@ -27,7 +27,7 @@ import numpy as np
 from circuits import Gate, Measure, Reset, Save
 
 from .errors import SimulationError
-from .measurement import MAX_JOINT_QUBITS, flip_to_zero, outcome_weights, project
+from .measurement import MAX_JOINT_QUBITS, collapse, outcome_weights
 from .sampling import sample_outcomes
 from .save_values import combine, read_save
 from .state import initial_state_vector
@@ -207,10 +207,10 @@ class _Walk:
 
 
 def _collapse(state, operation, outcome: int, weight: int, bits: int) -> int:
-    """Project `state` (in place) on `outcome` of the measurement or reset; the new bits."""
-    project(state, operation.qubits, outcome, weight)
+    """Project `state` (in place) on `outcome` of the measurement or reset (one pass on the GPU);
+    the new bits."""
+    collapse(state, operation.qubits, outcome, weight, reset=isinstance(operation, Reset))
     if isinstance(operation, Reset):
-        flip_to_zero(state, operation.qubits, outcome)
         return bits
     for j, clbit in enumerate(operation.clbits):
         bits = (bits & ~(1 << clbit)) | (((outcome >> j) & 1) << clbit)
