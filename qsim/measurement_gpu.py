@@ -3,7 +3,8 @@ of the state, and collapse (projection or reset with renormalisation) in one pas
 
 Both compute exactly what the CPU path of qsim.measurement computes (the same fixed-point terms,
 summed as integers, whose order does not matter; the same correctly rounded scale), so CPU and
-GPU results are the same bits. Device memory besides the state: 2^(k+1) int64 bins and a flag.
+GPU results are the same bits. Device memory besides the state: 2^(k+1) int64 bins and a flag
+(workspace_bytes).
 """
 from gemm_backend.arrays import cupy_module, to_host
 from gemm_backend.kernel_launch import THREADS, persistent_blocks
@@ -15,12 +16,19 @@ BLOCK_THREAD_BITS = THREADS.bit_length() - 1
 COLLAPSE_BLOCKS_PER_SM = 8
 
 
+def workspace_bytes(max_qubits: int) -> int:
+    """Device bytes weight_sums allocates for at most max_qubits measured qubits (bins and flag)."""
+    return 8 * ((2 << max_qubits) + 1)
+
+
 def weight_sums(state, qubits) -> tuple:
-    """(whole sums, fraction sums, bad) of the 2^k outcomes of `qubits` (bit j = qubits[j]).
+    """(whole sums, fraction sums, bad) of the 2^k outcomes of `qubits`, indexed by the outcome of
+    the qubits in ascending order (bit i = the i-th lowest of them).
 
     state: (2^N,) complex128 cupy, C-contiguous; qubits: k distinct indices (k <= N and <= 12).
     whole and fraction: host int64 arrays of length 2^k, in units of 2^-60 and 2^-88, as the CPU
-    path's accumulators; bad: True when some part was NaN, Inf or above 2 in magnitude."""
+    path's accumulators; bad: True when some part was NaN, Inf or above 2 in magnitude. One
+    device allocation (zeroed), one launch and one copy back: a measurement's only round trip."""
     cp = cupy_module()
     n_qubits = int(state.size).bit_length() - 1
     thread_qubits = min(n_qubits, THREAD_QUBITS)
@@ -29,16 +37,14 @@ def weight_sums(state, qubits) -> tuple:
     thread_bits = [q for q in range(n_qubits) if q not in loop_qubits]
     block_unmeasured = sum(1 << b for b in range(BLOCK_THREAD_BITS)
                            if b >= len(thread_bits) or thread_bits[b] not in qubits)
-    bins = cp.zeros(2 << len(qubits), dtype=cp.uint64)
-    bad = cp.zeros(1, dtype=cp.uint32)
+    bins = cp.zeros(workspace_bytes(len(qubits)) // 8, dtype=cp.uint64)  # the bins, then the flag
     threads = 1 << thread_qubits
     kernel_function("measurement.cu", "outcome_weights")(
         (-(-threads // THREADS),), (THREADS,),
         (state, cp.int64(_mask(thread_bits)), cp.int64(_mask(loop_qubits)), cp.int64(1 << len(loop_qubits)),
-         cp.int64(threads), cp.asarray(qubits, dtype=cp.int32), cp.int32(len(qubits)), cp.uint32(block_unmeasured),
-         bins, bad))
+         cp.int64(threads), cp.int64(_mask(qubits)), cp.uint32(block_unmeasured), bins, bins[-1:]))
     sums = to_host(bins).view("int64")
-    return sums[0::2], sums[1::2], bool(to_host(bad)[0])
+    return sums[0:-1:2], sums[1:-1:2], bool(sums[-1])
 
 
 def collapse(state, qubits, outcome: int, scale: float, reset: bool) -> None:

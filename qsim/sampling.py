@@ -59,7 +59,8 @@ def sample_outcomes(state, qubits, shots: int, seed: int, *, comm=None) -> np.nd
     rng = np.random.default_rng(checked_integer(seed, "seed", minimum=0))
     state = state.astype(np.complex128, copy=False)  # the weights are defined on float64 parts
     weights = sampling_gpu.BlockWeights(state) if is_gpu_array(state) else _HostBlockWeights(state)
-    uniforms = rng.random(shots)  # on the GPU, while the weight pass runs
+    # On the GPU, while the weight pass runs; the same numbers either way.
+    uniforms = sampling_gpu.host_uniforms(rng, shots) if is_gpu_array(state) else rng.random(shots)
     local = weights.finish(MAX_TOTAL)
     parts = [local] if comm is None else comm.allgather_object(local)
     total = _checked_total(parts)

@@ -7,6 +7,8 @@ same outcomes on both. Device memory besides the state: the block weights and th
 bytes each per block (2^(N-6) blocks: 256 MiB at N = 30), the shots' uniforms and outcomes (16 bytes
 per shot).
 """
+import numpy as np
+
 from gemm_backend.arrays import cupy_module, to_host
 from gemm_backend.kernel_launch import THREADS, persistent_blocks
 
@@ -45,12 +47,26 @@ class BlockWeights:
         return (0 if bad else int(to_host(self.cumulative[-1:])[0])), bad
 
 
+def host_uniforms(rng, shots: int) -> np.ndarray:
+    """rng.random(shots), the same numbers, written straight into page-locked host memory (cupy's
+    pinned pool): draw_shots then copies them to the device in one DMA, where cupy.asarray of a
+    pageable array first copies all of them again into a staging buffer."""
+    import cupyx
+
+    uniforms = cupyx.empty_pinned((shots,), dtype=np.float64)
+    rng.random(out=uniforms)
+    return uniforms
+
+
 def draw_shots(state, weights: BlockWeights, uniforms, total: int, offset: int, index_offset: int, qubits):
     """Host (shots,) int64 outcomes (bit j = qubits[j]) of the uniforms (host float64 in [0, 1)):
     the shot's target floor(u 2^53 total / 2^53) - offset, when inside this state's weight, picks
-    the first amplitude whose running weight exceeds it; -1 marks another state part's shot."""
+    the first amplitude whose running weight exceeds it; -1 marks another state part's shot.
+    Uniforms from host_uniforms copy fastest."""
     cp = cupy_module()
-    uniforms = cp.asarray(uniforms)
+    host = np.ascontiguousarray(uniforms, dtype=np.float64)
+    uniforms = cp.empty(host.size, dtype=cp.float64)
+    uniforms.set(host)
     outcomes = cp.empty(uniforms.size, dtype=cp.int64)
     grid = persistent_blocks(-(-uniforms.size // THREADS), BLOCKS_PER_SM)
     kernel_function("sampling.cu", "draw_shots")(

@@ -76,8 +76,9 @@ class Simulator:
                  for g in circuit.gates]
         gate_plans = [p for p in plans if p is not None]
         copy_bytes = transposed_copy_bytes(self.backend, gate_plans, circuit.n_qubits, self.device.on_gpu)
-        workspace = self.backend.workspace.reserved() + (measurement_workspace_bytes(circuit.n_qubits)
-                                                               if circuit.is_dynamic else 0)
+        on_gpu = self.device.on_gpu
+        measuring = measurement_workspace_bytes(circuit.n_qubits, on_gpu=on_gpu) if circuit.is_dynamic else 0
+        workspace = self.backend.workspace.reserved() + measuring
         base = state_bytes + copy_bytes + workspace
         budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
         wants_spare = wants_spare_buffer(self.backend, gate_plans, self.device.on_gpu)

@@ -53,6 +53,23 @@ def test_weights_are_exact_sums_of_the_squares(rng, qubits):
                                                                       rel=1e-14)
 
 
+@pytest.mark.parametrize("qubits", [(0,), (5, 2), (8, 2, 5), (1, 7, 0, 6), tuple(range(9))[::-1]])
+def test_bins_in_ascending_qubit_order_give_the_weights(rng, qubits):
+    """The GPU path's host side: accumulators indexed by the outcome of the ascending qubits (as the
+    kernel's bins, built here with numpy) become the weights in the caller's qubit order."""
+    state = random_state(rng, 9)
+    terms = np.square(state.view(np.float64) * measurement.SQUARE_PRESCALE)
+    whole = np.trunc(terms)
+    fraction = np.rint((terms - whole) * 2.0**measurement.FRACTION_BITS)
+    index = np.repeat(np.arange(state.size), 2)
+    ascending = sorted(qubits)
+    bins = sum(((index >> q) & 1) << i for i, q in enumerate(ascending))
+    whole_sums, fraction_sums = np.zeros((2, 1 << len(qubits)), dtype=np.int64)
+    np.add.at(whole_sums, bins, whole.astype(np.int64))  # integer sums, as the kernel's
+    np.add.at(fraction_sums, bins, fraction.astype(np.int64))
+    assert measurement._host_weights(whole_sums, fraction_sums, qubits, ascending, []) == outcome_weights(state, qubits)
+
+
 @pytest.mark.parametrize("chunk_qubits", [1, 3, 6, 9])
 def test_weights_do_not_depend_on_the_chunking(rng, monkeypatch, chunk_qubits):
     state = random_state(rng, 9)
@@ -128,9 +145,15 @@ def test_a_state_far_from_unit_norm_is_refused(rng):
 
 
 def test_workspace_grows_with_the_state_up_to_the_chunk():
-    assert measurement_workspace_bytes(4) == 3 * 8 * 2 * 16
-    cap = measurement_workspace_bytes(measurement.REDUCTION_CHUNK_QUBITS)
-    assert measurement_workspace_bytes(32) == cap
+    assert measurement_workspace_bytes(4, on_gpu=False) == 3 * 8 * 2 * 16
+    cap = measurement_workspace_bytes(measurement.REDUCTION_CHUNK_QUBITS, on_gpu=False)
+    assert measurement_workspace_bytes(32, on_gpu=False) == cap
+
+
+def test_gpu_workspace_is_the_bins_of_twelve_qubits_and_a_flag():
+    """The GPU path allocates 2^(k+1) int64 bins and one flag, k <= MAX_JOINT_QUBITS."""
+    assert measurement_workspace_bytes(3, on_gpu=True) == 8 * (2 * 8 + 1)
+    assert measurement_workspace_bytes(30, on_gpu=True) == 8 * (2 * 4096 + 1)
 
 
 @pytest.mark.gpu

@@ -199,3 +199,13 @@ def test_gpu_refuses_what_the_cpu_refuses():
                 np.full(128, np.nan, complex)):
         with pytest.raises(SimulationError, match="squared norm"):
             sample_counts(cp.asarray(psi), [0], 10, seed=1)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_pinned_uniforms_are_the_generators_numbers():
+    """The GPU path's uniforms, written into page-locked memory, are rng.random(shots) bit for bit."""
+    from qsim import sampling_gpu
+
+    pinned = sampling_gpu.host_uniforms(np.random.default_rng(11), 100_003)
+    assert np.array_equal(pinned.view(np.uint64), np.random.default_rng(11).random(100_003).view(np.uint64))

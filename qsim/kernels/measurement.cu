@@ -12,11 +12,15 @@ constexpr double SQUARE_PRESCALE = 1073741824.0;      // 2^30
 constexpr double FRACTION_SCALE = 268435456.0;        // 2^28
 constexpr double TERM_LIMIT = 4611686018427387904.0;  // 2^62: one term above it is a squared norm above 4
 
-// Bit j of the result is bit qubits[j] of index.
-__device__ __forceinline__ unsigned outcome_of(long long index, const int *qubits, int count) {
-    unsigned outcome = 0;
-    for (int j = 0; j < count; ++j) outcome |= unsigned((index >> qubits[j]) & 1) << j;
-    return outcome;
+// The bits of index at the set bits of mask, packed from bit 0 in ascending position (a software pext).
+__device__ __forceinline__ unsigned extract_bits(long long index, long long mask) {
+    unsigned result = 0;
+    for (int position = 0; mask; ++position) {
+        long long lowest = mask & -mask;
+        if (index & lowest) result |= 1u << position;
+        mask ^= lowest;
+    }
+    return result;
 }
 
 // The set bits of mask, filled from the low bits of value in order (a software pdep).
@@ -39,8 +43,10 @@ __device__ __forceinline__ void add_part(double v, long long &whole, long long &
     fraction += __double2ll_rn(__dmul_rn(t - whole_part, FRACTION_SCALE));
 }
 
-// Weights of the 2^k outcomes of the measured qubits, added into bins[2 * outcome] (whole parts, units
-// of 2^-60) and bins[2 * outcome + 1] (rounded fractions, units of 2^-88); bins start at zero.
+// Weights of the 2^k outcomes of the measured qubits (the set bits of measured_mask), added into
+// bins[2 * outcome] (whole parts, units of 2^-60) and bins[2 * outcome + 1] (rounded fractions, units of
+// 2^-88), where bit i of outcome is the i-th lowest measured qubit; bins start at zero. The qubits
+// come as a mask argument, not a device array, so a measurement copies nothing to the device.
 //
 // Thread t reads the amplitudes deposit_bits(t, thread_mask) + every subset of loop_mask, where
 // loop_mask holds only unmeasured qubits: each thread's outcome is fixed, so it sums in registers.
@@ -51,9 +57,8 @@ __device__ __forceinline__ void add_part(double v, long long &whole, long long &
 // last block beyond it add zeros (set their thread-index bits in block_unmeasured).
 extern "C" __global__ void __launch_bounds__(THREADS)
 outcome_weights(const double2 *__restrict__ state, long long thread_mask, long long loop_mask,
-                long long loop_count, long long threads, const int *__restrict__ qubits, int count,
-                unsigned block_unmeasured,
-                unsigned long long *__restrict__ bins, unsigned *__restrict__ bad_flag) {
+                long long loop_count, long long threads, long long measured_mask, unsigned block_unmeasured,
+                unsigned long long *__restrict__ bins, unsigned long long *__restrict__ bad_flag) {
     const long long thread = (long long)blockIdx.x * THREADS + threadIdx.x;
     const long long base = deposit_bits(thread, thread_mask);
     long long whole = 0, fraction = 0;
@@ -86,7 +91,7 @@ outcome_weights(const double2 *__restrict__ state, long long thread_mask, long l
     shared_whole[threadIdx.x] = whole;
     shared_fraction[threadIdx.x] = fraction;
     bad = __syncthreads_or(bad);
-    if (threadIdx.x == 0 && bad) atomicOr(bad_flag, 1u);
+    if (threadIdx.x == 0 && bad) atomicOr(bad_flag, 1ull);
     if (threadIdx.x & block_unmeasured) return;  // not the first thread of its outcome in this block
     const unsigned warp_unmeasured = block_unmeasured & ~((1u << LANE_BITS) - 1);
     unsigned step = 0;
@@ -95,7 +100,7 @@ outcome_weights(const double2 *__restrict__ state, long long thread_mask, long l
         fraction += step ? shared_fraction[threadIdx.x | step] : 0;
         step = (step - warp_unmeasured) & warp_unmeasured;
     } while (step);
-    const unsigned outcome = outcome_of(base, qubits, count);
+    const unsigned outcome = extract_bits(base, measured_mask);
     atomicAdd(bins + 2 * outcome, (unsigned long long)whole);
     atomicAdd(bins + 2 * outcome + 1, (unsigned long long)fraction);
 }

@@ -3,9 +3,13 @@
 Floors, from bandwidths measured in the same run: read = state bytes / read bandwidth (a cupy sum
 over the state's floats); read+write = 2 x state bytes / copy bandwidth (qsim.benchmarking). Rows:
   weights k   qsim.measurement.outcome_weights of k qubits spread over the register   vs read
+  bins k      its device part alone (qsim.measurement_gpu.weight_sums: launch, kernel, copy back),
+              for the largest k: weights - bins is the host's making of the 2^k Python ints
   collapse k  qsim.measurement.collapse (projection, and with reset)                   vs read+write
   measure k   qsim.measurement.measure: weights, draw and collapse                     vs read + read+write
   shots       qsim.sampling.sample_outcomes of every qubit                             vs read
+              and its stages alone: the host's uniforms, the block weights (with the running
+              sum and the checks), the draw with its copies of uniforms and outcomes
   trajectory  monitored brickwork through the engine, time per trajectory (gates and
               measurements)          vs gates x read+write + measurements x (read + read+write)
 A state of random amplitudes (never zeros), unit norm; CUDA events, median of --repeats after a
@@ -19,9 +23,9 @@ import numpy as np
 
 from circuits import Gate, monitored_brickwork
 from gemm_backend.arrays import cupy_module
-from qsim import Simulator, measurement
+from qsim import Simulator, measurement, measurement_gpu, sampling_gpu
 from qsim.output import check_output_path_or_exit, write_json
-from qsim.sampling import sample_outcomes
+from qsim.sampling import MAX_TOTAL, sample_outcomes
 from qsim.trajectory import run_trajectories
 from qsim.benchmarking import copy_bandwidth, median_time, print_table
 
@@ -71,6 +75,8 @@ def state_rows(cp, n_qubits: int, args) -> list:
 
     for k in args.measure_qubits:
         row(f"weights k={k}", lambda q=spread(n_qubits, k): measurement.outcome_weights(state, q), read_s, 1.5)
+    largest = spread(n_qubits, max(args.measure_qubits))
+    row(f"bins k={len(largest)}", lambda: measurement_gpu.weight_sums(state, largest), read_s, None)
     single = (n_qubits // 2,)
     weight = measurement.outcome_weights(state, single)[0]
     row("collapse k=1", lambda: measurement.collapse(state, single, 0, weight), rw_s, 1.2)
@@ -84,9 +90,25 @@ def state_rows(cp, n_qubits: int, args) -> list:
     state = random_unit_state(cp, n_qubits, args.seed)
     row(f"{args.shots:.0e} shots", lambda: sample_outcomes(state, tuple(range(n_qubits)), args.shots, args.seed),
         read_s, 2.0)
+    shot_stage_rows(state, args, row, read_s)
     del state
     cp.get_default_memory_pool().free_all_blocks()
     return rows, read_s, rw_s
+
+
+def shot_stage_rows(state, args, row, read_s) -> None:
+    """The stages of the shots row, each alone (none has a must-show limit)."""
+    rng = np.random.default_rng(args.seed)
+    row("shots: uniforms (host)", lambda: sampling_gpu.host_uniforms(rng, args.shots), read_s, None)
+    row("shots: block weights", lambda: sampling_gpu.BlockWeights(state).finish(MAX_TOTAL), read_s, None)
+    weights = sampling_gpu.BlockWeights(state)
+    total, bad = weights.finish(MAX_TOTAL)
+    if bad:
+        raise SystemExit("the benchmark state's squared norm is not 1")
+    uniforms = sampling_gpu.host_uniforms(rng, args.shots)
+    qubits = tuple(range(int(state.size).bit_length() - 1))
+    row("shots: draw + copies", lambda: sampling_gpu.draw_shots(state, weights, uniforms, total, 0, 0, qubits), read_s,
+        None)
 
 
 def trajectory_row(cp, args, read_s, rw_s) -> dict:

@@ -13,7 +13,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # qiskit for the tests' references, as i
 fi
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; git log -1 --format=%H 2>/dev/null; } \
   | tee "$out/device.txt"
-timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_measurement_gpu.py tests/test_measurement.py \
-  tests/test_sampling.py tests/test_trajectory.py 2>&1 | tee "$out/gpu_tests.log" | tail -15
-timeout 240 python3 scripts/bench/bench_measurement.py --qubits 28 30 --json "$out/bench_measurement.json" \
-  2>&1 | tee "$out/bench_measurement.log" | tail -25
+# Worst case 300 + 170 s, under 8 minutes; the slowest tests and each stage's seconds are printed.
+timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider --durations=8 tests/test_measurement_gpu.py \
+  tests/test_measurement.py tests/test_sampling.py tests/test_trajectory.py 2>&1 | tee "$out/gpu_tests.log" | tail -25
+echo "tests: ${SECONDS} s"
+timeout 170 python3 scripts/bench/bench_measurement.py --qubits 28 30 --json "$out/bench_measurement.json" \
+  2>&1 | tee "$out/bench_measurement.log" | tail -35
+echo "tests and bench: ${SECONDS} s"
