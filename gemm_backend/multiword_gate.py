@@ -6,7 +6,14 @@ in shared memory in mma fragment order, FP16 tensor-core products with FP32 accu
 blocks of the backend's `block` input amplitudes, block sums in FP32 or FP64 (`accumulate`) in
 block order, the low-word term, the scaling undone, one write. Larger gates, the CPU and
 fused=False keep the unfused path (multiword.py); the backend reports which ran as "kernel":
-"fused" or "gemm".
+"fused" or "gemm", and the fused kernel's size as "kernel_size".
+
+Packed gates (PACKED_K): a 4 x 4 gate alone leaves three quarters of the kernel's mma tiles as
+padding, so PACKED_K / k of its columns (told apart by free qubits, target_layout.packing_qubits)
+form one kernel column under I (x) U, each with its own column shift: every word, product and
+block sum is the unpacked kernel's (the tensor cores only see extra exact zeros), so the results
+are its bits. Only a gate that is one block runs packed; where the state has too few whole free
+qubits the gate runs in its own kernel (resolve_packing).
 
 What equals the CPU path (multiword.py with A = the state's columns, B = U^T) and what does not:
 - Bit-identical: the column shifts and the gate's shifts, every fp16 word, every product of two
@@ -31,10 +38,15 @@ from .arrays import cupy_module, gpu_available, is_gpu_array, to_host
 from .errors import BackendError
 from .kernel_launch import persistent_blocks, raw_module
 from .multiword_words import LOW_SHIFT, WORD_EXPONENT, embed_rows, inner_layout, real_rows, split_rows
-from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets
+from .target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packing_qubits
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 FUSED, UNFUSED = "fused", "gemm"  # the "kernel" a gate reports
+# Gate size -> the kernel size it runs packed in by default. d = 3 (K = 8) fills its k-tiles
+# already: packed into 16 it would do the same mma work per amplitude (the variants script
+# measures it).
+PACKED_K = {4: 8}
+MAX_PACKED_K = 16  # at most 4 groups per kernel column (the kernel's per-group registers)
 MAX_WARPS = 8
 ACCUMULATOR_TYPES = {"fp32": "float", "fp64": "double"}
 _SHIFT_TABLE_BYTES = 256  # SHIFT_TABLE_INTS in the kernel
@@ -50,15 +62,21 @@ def tiles(k: int) -> int:
 class GateLaunch:
     """One kernel variant and its launch shape."""
 
-    k: int
-    block: int  # input amplitudes per tensor-core block (at most k)
+    k: int  # the kernel's size
+    group: int  # the gate's size: k, or less when packed
+    block: int  # the gate's input amplitudes per tensor-core block (at most group)
     accumulate: str  # "fp32" or "fp64": the block sums
     n_tiles: int  # NT: 8-column mma tiles per warp
     blocks_per_sm: int  # the register cap: 65536 / (256 blocks_per_sm) per thread
 
     @property
     def blocks(self) -> int:
-        return -(-self.k // self.block)
+        return -(-self.group // self.block)
+
+    @property
+    def kernel_block(self) -> int:
+        """The kernel's BLOCK: a packed kernel is one block of k (the gate one block of group)."""
+        return self.block if self.group == self.k else self.k
 
     @property
     def shared_bytes(self) -> int:
@@ -66,8 +84,8 @@ class GateLaunch:
 
     @property
     def name(self) -> str:
-        return (f"multiword_gate<{self.k}, {self.block}, {ACCUMULATOR_TYPES[self.accumulate]}, {self.n_tiles}, "
-                f"{self.blocks_per_sm}>")
+        return (f"multiword_gate<{self.k}, {self.group}, {self.kernel_block}, {ACCUMULATOR_TYPES[self.accumulate]}, "
+                f"{self.n_tiles}, {self.blocks_per_sm}>")
 
 
 def default_shape(k: int) -> tuple:
@@ -80,17 +98,38 @@ def default_shape(k: int) -> tuple:
     return (2, 3) if k == 16 else (2 if k == 32 else 1, 2)
 
 
-def plan_launch(k: int, block: int, accumulate: str, n_tiles: int = None, blocks_per_sm: int = None):
+def plan_launch(k: int, block: int, accumulate: str, n_tiles: int = None, blocks_per_sm: int = None,
+                packed_k: int = None):
     """The GateLaunch for a k x k gate whose products are blocked by `block` input amplitudes
-    (the fp16x2 GEMM's resolved block: 0 = unblocked), or None when k is not in FUSED_DIMS."""
+    (the fp16x2 GEMM's resolved block: 0 = unblocked), or None when k is not in FUSED_DIMS.
+    packed_k: the kernel's size; None = PACKED_K's where the gate is one block, else k. A packed
+    launch needs a gate of at least 4 (whole slots) that is one block, and packed_k <= 16."""
     if k not in FUSED_DIMS:
         return None
     if accumulate not in ACCUMULATOR_TYPES:
         raise BackendError(f"accumulate must be one of {', '.join(ACCUMULATOR_TYPES)}, got {accumulate!r}")
-    default_tiles, default_blocks = default_shape(k)
-    return GateLaunch(k, inner_layout(k, 2, block).block, accumulate,
+    block = inner_layout(k, 2, block).block
+    if packed_k is None:
+        packed_k = PACKED_K.get(k, k) if block == k else k
+    if packed_k != k and not (4 <= k < packed_k <= MAX_PACKED_K and packed_k in FUSED_DIMS and block == k):
+        raise BackendError(f"a {k} x {k} gate blocked by {block} cannot run packed in a kernel of size {packed_k}")
+    default_tiles, default_blocks = default_shape(packed_k)
+    return GateLaunch(packed_k, k, block, accumulate,
                       default_tiles if n_tiles is None else n_tiles,
                       default_blocks if blocks_per_sm is None else blocks_per_sm)
+
+
+def resolve_packing(launch: GateLaunch, targets, n_amplitudes: int) -> tuple:
+    """(launch, targets) to run on a flat state of n_amplitudes (an (L, K, R) view's L K R
+    included): a packed launch with its packing qubits after the gate's targets (the kernel's
+    top gate bits), or the gate's own launch (default shape) where the state has too few whole
+    free qubits (target_layout.packing_qubits)."""
+    if launch.group == launch.k:
+        return launch, tuple(targets)
+    packing = packing_qubits(targets, n_amplitudes, launch.k // launch.group)
+    if packing is None:
+        return plan_launch(launch.group, launch.block, launch.accumulate, packed_k=launch.group), tuple(targets)
+    return launch, tuple(targets) + packing
 
 
 def difference_bound(k: int, block: int, blocks: int) -> float:
@@ -139,10 +178,24 @@ class GateWords:
         return GateWords(cp.asarray(self.fragments), cp.asarray(self.shifts))
 
 
-def gate_words(u) -> GateWords:
-    """The words of u (K, K) complex, numpy or cupy, as the CPU path makes those of B = U^T:
-    split_rows on the rows of U, the real embedding of each output amplitude (embed_rows)."""
+def block_diagonal(u, k: int):
+    """I (x) u of size k for a numpy (n, n) u: copies of u on the diagonal, +0 elsewhere (a kron
+    would give -0 beside u's negative entries: the same products, but not the same words)."""
+    n = u.shape[0]
+    out = np.zeros((k, k), np.complex128)
+    for start in range(0, k, n):
+        out[start:start + n, start:start + n] = u
+    return out
+
+
+def gate_words(u, k: int = None) -> GateWords:
+    """The words of u (n, n) complex, numpy or cupy, as the CPU path makes those of B = U^T:
+    split_rows on the rows of U, the real embedding of each output amplitude (embed_rows). For a
+    kernel of size k > n (packed), the words of I (x) u: the same words and row shifts, n at a
+    time on the diagonal, zeros elsewhere."""
     u = np.ascontiguousarray(to_host(u), dtype=np.complex128)
+    if k is not None and k != u.shape[0]:
+        u = block_diagonal(u, k)
     k = u.shape[0]
     shifts, words = split_rows(real_rows(u), 2, "the gate")  # (K, 4K): [high | low]
     embedded = np.stack([embed_rows(words[:, :2 * k], 2), embed_rows(words[:, 2 * k:], 2)])  # (2, 2K, 2K)
@@ -159,13 +212,16 @@ def _kernel(name: str):
 
 
 def apply_gate(words: GateWords, x, out, launch: GateLaunch, nonfinite=None, targets=None) -> None:
-    """Every column of x times the gate of `words` (device arrays, gate_words(u).to_device()),
-    written to out (out may be x). Without targets, x and out are C-contiguous (L, K, R)
-    complex128 cupy views with R a power of two; with targets (gate index bit i at state bit
-    targets[i]), flat states whose columns sit at those bits (target_layout.py). A column
-    holding NaN or Inf is left as it was and reported: by a BackendError now, or, when
-    `nonfinite` (a device int32 flag) is given, by setting it without waiting for the kernel."""
+    """Every column of x times the gate of `words` (device arrays, gate_words(u, launch.k)
+    .to_device()), written to out (out may be x). Without targets, x and out are C-contiguous
+    (L, K, R) complex128 cupy views with R a power of two; with targets (kernel gate index bit i
+    at state bit targets[i]: a packed launch's from resolve_packing), flat states whose columns
+    sit at those bits (target_layout.py). A column holding NaN or Inf (a gate's column, packed)
+    is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device int32
+    flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
+    if words.shifts.shape != (launch.k,):
+        raise BackendError(f"words of a {words.shifts.shape[0]}-row gate for a kernel of size {launch.k}")
     x, out, targets = launch_layout(x, out, launch.k, targets)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
@@ -187,7 +243,7 @@ class FusedGates:
         if not isinstance(fused, bool):
             raise BackendError(f"fused must be True or False, got {fused!r}")
         self.backend, self.fused = backend, fused
-        self._prepared = {}  # id(u) -> (u, device GateWords), from prepare()
+        self._prepared = {}  # id(u) -> (u, {kernel size: device GateWords}), from prepare()
         self._deferred_flag = None
 
     def takes(self, k: int, on_gpu: bool) -> bool:
@@ -209,24 +265,34 @@ class FusedGates:
         self._apply(u, state, state, targets)
         return True
 
+    def _launch(self, k: int) -> GateLaunch:
+        return plan_launch(k, self.backend._block_for(k), self.backend.accumulate)
+
     def _apply(self, u, x, out, targets) -> None:
         backend, k = self.backend, u.shape[0]
-        launch = plan_launch(k, backend._block_for(k), backend.accumulate)
+        x, out, targets = launch_layout(x, out, k, targets)
+        launch, targets = resolve_packing(self._launch(k), targets, x.size)
         backend._count(x.size // k, k, k)
-        apply_gate(self._words(u), x, out, launch, self._deferred_flag, targets)
-        backend.last_call_info = {"kernel": FUSED, "block": launch.block, "blocks": launch.blocks,
-                                  "accumulate": launch.accumulate}
+        apply_gate(self._words(u, launch.k), x, out, launch, self._deferred_flag, targets)
+        backend.last_call_info = {"kernel": FUSED, "kernel_size": launch.k, "block": launch.block,
+                                  "blocks": launch.blocks, "accumulate": launch.accumulate}
 
-    def _words(self, u) -> GateWords:
+    def _words(self, u, k: int) -> GateWords:
         prepared = self._prepared.get(id(u))
-        return prepared[1] if prepared is not None and prepared[0] is u else gate_words(u).to_device()
+        if prepared is None or prepared[0] is not u:
+            return gate_words(u, k).to_device()
+        if k not in prepared[1]:  # a packed gate on a state without the qubits for it
+            prepared[1][k] = gate_words(u, k).to_device()
+        return prepared[1][k]
 
     def prepare(self, u) -> None:
-        """Split a gate the kernel will take into words now, and build its kernel variant."""
+        """Split a gate the kernel will take into words now (for its default kernel size), and
+        build its kernel variant."""
         k = u.shape[0]
         if self.takes(k, is_gpu_array(u)):
-            self._prepared[id(u)] = (u, gate_words(u).to_device())
-            _kernel(plan_launch(k, self.backend._block_for(k), self.backend.accumulate).name)
+            launch = self._launch(k)
+            self._prepared[id(u)] = (u, {launch.k: gate_words(u, launch.k).to_device()})
+            _kernel(launch.name)
 
     def start_run(self) -> None:
         self._deferred_flag = cupy_module().zeros(1, np.int32) if self.fused and gpu_available() else None

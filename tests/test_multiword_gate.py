@@ -89,7 +89,7 @@ def test_nonfinite_gate_is_refused():
 
 def test_launch_plans():
     assert plan_launch(128, 64, "fp32") is None
-    assert plan_launch(64, 32, "fp32").name == "multiword_gate<64, 32, float, 1, 2>"
+    assert plan_launch(64, 32, "fp32").name == "multiword_gate<64, 64, 32, float, 1, 2>"
     assert plan_launch(32, 0, "fp64").block == 32 and plan_launch(4, 16, "fp32").block == 4
     assert plan_launch(64, 5, "fp32").blocks == 13
     assert all(plan_launch(k, 0, "fp64").shared_bytes <= 96 * 1024 for k in FUSED_DIMS)

@@ -19,6 +19,13 @@
 // which are the lane's slots 2 kt and 2 kt + 1), "m" = embedded output (m-tile mt holds
 // amplitudes 8 mt + g, Re in rows g, Im in rows g + 8). Column words live in registers; the
 // gate's high and low words in shared memory, in A fragment order.
+//
+// Packed (GROUP < K): a kernel column holds K / GROUP columns of a GROUP x GROUP gate U, told
+// apart by the top gate bits (packing qubits), and the gate is I (x) U. Each group (amplitudes
+// GROUP q .. GROUP q + GROUP - 1: whole slots of a quad) has its own column shift, so every
+// word and product is the small gate's; the tile pairs of different groups are zero and are
+// skipped, and the rest add exact zeros only, so the results are the unpacked kernel's bits
+// (the mma k-tiles are used whole: a 4 x 4 gate alone leaves three quarters of them padding).
 
 #include "gate_tiles.cuh"
 
@@ -99,8 +106,10 @@ template <int K, int BLOCK> struct BlockTiles {
 // x, out: flat states (out may be x); n_columns: columns of K amplitudes; targets: packed six
 // bits each (target_layout.py); gate: [2 words][TILES m-tiles][TILES k-tiles][32 lanes] A
 // fragments, word 0 high, word 1 low; gate_shift: (K,) shift of each output amplitude's row of U.
-// A column holding NaN or Inf is left as it was and sets *nonfinite.
-template <int K, int BLOCK, typename Acc, int NT, int MIN_BLOCKS>
+// A column (a group, packed) holding NaN or Inf is left as it was and sets *nonfinite.
+// GROUP: the gate's size (K unpacked); BLOCK: input amplitudes per block. A packed kernel is one
+// block of K (its gate one block of GROUP: the sums of a group are then its own, plus zeros).
+template <int K, int GROUP, int BLOCK, typename Acc, int NT, int MIN_BLOCKS>
 __global__ void __launch_bounds__(MAX_WARPS_PER_BLOCK * 32, MIN_BLOCKS)
 multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
                const uint4 *__restrict__ gate, const int *__restrict__ gate_shift, int word_exponent, int low_shift,
@@ -109,7 +118,12 @@ multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned lon
     using Shape = HalfGateShape<K>;
     using Blocks = BlockTiles<K, BLOCK>;
     constexpr int TILES = Shape::TILES, SLOTS = Shape::SLOTS, COLUMNS = 8 * NT;
+    constexpr int GROUPS = K / GROUP, GROUP_SLOTS = GROUPS == 1 ? SLOTS : GROUP / 4;
+    // m-tile mt and k-tile kt hold amplitudes of a common group iff 8 mt / SPAN == 8 kt / SPAN
+    constexpr int SPAN = GROUP > 8 ? GROUP : 8;
     static_assert(K <= SHIFT_TABLE_INTS && NT >= 1 && NT <= 4 && BLOCK >= 1, "unsupported kernel shape");
+    static_assert(GROUP == K || (GROUP >= 4 && GROUPS <= 4 && K % GROUP == 0 && BLOCK == K),
+                  "a packed group is whole slots of one block");
     extern __shared__ uint4 shared[];
     uint4 *gate_shared = shared;
     int *shift_shared = (int *)(gate_shared + 2 * TILES * TILES * 32);
@@ -129,51 +143,58 @@ multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned lon
     auto column_in_tile = [g](int nt) { return nt * 8 + 4 * (g & 1) + (g >> 1); };
     for_each_tile<K, NT, SLOTS, false>(x, n_columns, layout, tables, nullptr, column_in_tile,
                                        [&](long long tile, long long tile_base, double2 (&v)[NT][SLOTS]) {
-        // column shifts (a quad holds one column), then the words as mma B fragments
-        int shift[NT], bad[NT];
+        // column (group) shifts (a quad holds one column), then the words as mma B fragments
+        int shift[NT][GROUPS], bad[NT][GROUPS];
         unsigned high[NT][TILES][2], low[NT][TILES][2];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-            double max_abs = 0.0;
-            int finite = 1;
 #pragma unroll
-            for (int j = 0; j < SLOTS; ++j) {
-                const double re = fabs(v[nt][j].x), im = fabs(v[nt][j].y);
-                finite &= re <= 1.7976931348623157e308 && im <= 1.7976931348623157e308;  // false for NaN
-                max_abs = fmax(max_abs, fmax(re, im));
+            for (int q = 0; q < GROUPS; ++q) {
+                double max_abs = 0.0;
+                int finite = 1;
+#pragma unroll
+                for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j) {
+                    const double re = fabs(v[nt][j].x), im = fabs(v[nt][j].y);
+                    finite &= re <= 1.7976931348623157e308 && im <= 1.7976931348623157e308;  // false for NaN
+                    max_abs = fmax(max_abs, fmax(re, im));
+                }
+                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
+                max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+                finite &= __shfl_xor_sync(0xffffffffu, finite, 1);
+                finite &= __shfl_xor_sync(0xffffffffu, finite, 2);
+                int exponent;
+                frexp(max_abs, &exponent);  // exponent 0 for a zero column
+                bad[nt][q] = !finite;
+                shift[nt][q] = finite ? word_exponent - exponent : 0;
             }
-            max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
-            max_abs = fmax(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
-            finite &= __shfl_xor_sync(0xffffffffu, finite, 1);
-            finite &= __shfl_xor_sync(0xffffffffu, finite, 2);
-            int exponent;
-            frexp(max_abs, &exponent);  // exponent 0 for a zero column
-            bad[nt] = !finite;
-            shift[nt] = finite ? word_exponent - exponent : 0;
 #pragma unroll
             for (int kt = 0; kt < TILES; ++kt)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const double2 value = v[nt][2 * kt + h];
-                    split_amplitude(times_power_of_two(value.x, shift[nt]), times_power_of_two(value.y, shift[nt]),
-                                    low_scale, high[nt][kt][h], low[nt][kt][h]);
+                    const int s = shift[nt][(2 * kt + h) / GROUP_SLOTS];
+                    split_amplitude(times_power_of_two(value.x, s), times_power_of_two(value.y, s), low_scale,
+                                    high[nt][kt][h], low[nt][kt][h]);
                 }
         }
 
-        // the shift of this lane's store columns (mma column 2 t + half is tile column 4 half + t),
-        // and which of them exist and are finite
-        int store_shift[NT][2];
+        // the shifts of this lane's store columns (mma column 2 t + half is tile column 4 half + t)
+        // per group, and which of them exist and are finite: bit (2 nt + half) GROUPS + q
+        int store_shift[NT][2][GROUPS];
         unsigned store_ok = 0;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
                 const int source = 4 * (2 * t + half);
-                store_shift[nt][half] = __shfl_sync(0xffffffffu, shift[nt], source);
-                const int column_bad = __shfl_sync(0xffffffffu, bad[nt], source);
                 const bool exists = tile * COLUMNS + nt * 8 + 4 * half + t < n_columns;
-                found_bad |= exists && column_bad;
-                store_ok |= (exists && !column_bad) << (2 * nt + half);
+#pragma unroll
+                for (int q = 0; q < GROUPS; ++q) {
+                    store_shift[nt][half][q] = __shfl_sync(0xffffffffu, shift[nt][q], source);
+                    const int column_bad = __shfl_sync(0xffffffffu, bad[nt][q], source);
+                    found_bad |= exists && column_bad;
+                    store_ok |= (unsigned)(exists && !column_bad) << ((2 * nt + half) * GROUPS + q);
+                }
             }
 
 #pragma unroll 1
@@ -198,6 +219,7 @@ multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned lon
                     for (int i = 0; i < 4; ++i) part[nt][i] = 0.0f;
 #pragma unroll
                 for (int kt = Blocks::first_tile(b); kt <= Blocks::last_tile(b); ++kt) {
+                    if (GROUPS > 1 && 8 * mt / SPAN != 8 * kt / SPAN) continue;  // a zero tile of I (x) U
                     const uint4 a_high = high_tile[kt * 32];
                     // a k-tile shared by blocks: each block's mma sees only its own amplitudes
                     const bool keep0 = Blocks::whole(b, kt) || (8 * kt + t) / BLOCK == b;
@@ -223,13 +245,18 @@ multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned lon
             // C fragment: [half] = Re, [2 + half] = Im of amplitude 8 mt + g in mma column 2 t + half
             const int amplitude = 8 * mt + g;
             const int amplitude_shift = shift_shared[amplitude < K ? amplitude : 0];
+            const int group = GROUPS == 1 ? 0 : (amplitude < K ? amplitude : 0) / GROUP;
             double2 *amplitude_start = out + tile_base + tables.amplitude[amplitude < K ? amplitude : 0];
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
-                    if (amplitude >= K || !((store_ok >> (2 * nt + half)) & 1u)) continue;
-                    const int k = -(store_shift[nt][half] + amplitude_shift);
+                    if (amplitude >= K || !((store_ok >> ((2 * nt + half) * GROUPS + group)) & 1u)) continue;
+                    int column_shift = store_shift[nt][half][0];
+#pragma unroll
+                    for (int q = 1; q < GROUPS; ++q)
+                        if (q == group) column_shift = store_shift[nt][half][q];  // registers, not local memory
+                    const int k = -(column_shift + amplitude_shift);
                     const Acc re = add_rn(acc[nt][half], mul_rn((Acc)cross[nt][half], low_weight));
                     const Acc im = add_rn(acc[nt][2 + half], mul_rn((Acc)cross[nt][2 + half], low_weight));
                     const double2 value = make_double2(times_power_of_two((double)re, k),

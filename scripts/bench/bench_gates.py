@@ -97,7 +97,9 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                 row[f"{label}_ms"] = seconds * 1e3
                 row[f"{label}_x_floor"] = seconds / floor
                 row[f"{label}_x_base"] = seconds * 1e3 / row[f"{baseline}_ms"]
-                row[f"{label}_kernel"] = info.get("kernel", "") + ("+T" if layouts[-1] == "transposed" else "")
+                packed = f"@K{info['kernel_size']}" if info.get("kernel_size", 1 << d) != 1 << d else ""
+                row[f"{label}_kernel"] = (info.get("kernel", "") + packed
+                                          + ("+T" if layouts[-1] == "transposed" else ""))
                 if "pairs" in info:
                     row[f"{label}_plan"] = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
                 elif "moduli" in info:

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# GPU checks and benchmarks of issue 26 (the fused fp16x2 gate kernel, multiword_gate.py):
+# GPU checks and benchmarks of issue 26 (the fused fp16x2 gate kernel, multiword_gate.py, with
+# 4 x 4 gates packed two columns to a K = 8 kernel column):
 #   bash scripts/dev/gpu_issue26.sh OUTDIR
-# 1. the gpu-marked tests of the multiword backend and its fused gate kernel;
+# 1. the gpu-marked tests of the multiword backend and its fused gate kernel, packed and not;
 # 2. "Must show": fp16x2 beside cublas at d = 2..6, N = 28 and 30, every first target: time, the
-#    memory floor and time / floor (bench_gates.py);
+#    memory floor and time / floor (bench_gates.py; the path names a packed kernel "fused@K8"),
+#    and d = 6 at N = 28 again, first targets 5..9, 15 repeats (was round 7's worst, target 7,
+#    noise? cublas was slow there too);
 # 3. the error of one gate against double-double at N = 26, d = 2..6 (first targets 0, 1, middle,
 #    top and the scattered sets): fp16x2 (fused), fp16x2@fused=false (today's path), cgemm, cublas.
-# 4. launch variants of the kernel (n-tiles per warp, blocks per multiprocessor) at N = 28, first
-#    targets 0, 1, 12 and top (scripts/dev/fp16x2_variants.py), for choosing default_shape.
-# Writes device.txt, gpu_tests.log, gates28.json, gates30.json, errors26.json, bench.log,
-# variants.log (7 files) into OUTDIR and ends with a summary table. About 6-7 minutes on an H100.
+# 4. launch variants of the kernel (packed kernel size, n-tiles per warp, blocks per
+#    multiprocessor) at N = 28, d = 2, 3, 6, first targets 0, 1, 12 and top
+#    (scripts/dev/fp16x2_variants.py), for choosing PACKED_K and default_shape.
+# Writes device.txt, gpu_tests.log, gates28.json, gates30.json, d6_28.json, errors26.json,
+# bench.log, variants.log (8 files) into OUTDIR and ends with a summary table. About 7 minutes on
+# an H100.
 set -uo pipefail
 out=${1:-out}
 mkdir -p "$out"
@@ -17,7 +22,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
 git log -1 --format=%H 2>/dev/null | tee -a "$out/device.txt"
 
-python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_multiword_gate.py tests/test_multiword.py 2>&1 \
+python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_multiword_gate.py tests/test_multiword_gate_packed.py \
+  tests/test_multiword.py 2>&1 \
   | tee "$out/gpu_tests.log" | tail -15
 if [[ ${PIPESTATUS[0]} -ne 0 ]]; then echo "gpu tests failed: no benchmarks" >&2; exit 1; fi
 
@@ -25,11 +31,13 @@ for n in 28 30; do
   python3 scripts/bench/bench_gates.py --device gpu --qubits $n --gate-sizes 2 3 4 5 6 --targets $(seq 0 $((n - 2))) \
     --backends cublas,fp16x2 --repeats 5 --json "$out/gates$n.json" 2>&1 | tee -a "$out/bench.log" | tail -3
 done
+python3 scripts/bench/bench_gates.py --device gpu --qubits 28 --gate-sizes 6 --targets 5 6 7 8 9 \
+  --backends cublas,fp16x2 --repeats 15 --json "$out/d6_28.json" 2>&1 | tee -a "$out/bench.log" | tail -7
 python3 scripts/bench/bench_gates.py --device gpu --qubits 26 --gate-sizes 2 3 4 5 6 --targets 0 1 middle top \
   --scattered spread gaps top0 --backends cublas,fp16x2,fp16x2@fused=false,cgemm --repeats 3 --error \
   --json "$out/errors26.json" 2>&1 | tee -a "$out/bench.log" | tail -3
 
-python3 scripts/dev/fp16x2_variants.py --qubits 28 --gate-sizes 2 3 4 5 6 --targets 0 1 12 top 2>&1 \
+python3 scripts/dev/fp16x2_variants.py --qubits 28 --gate-sizes 2 3 6 --targets 0 1 12 top 2>&1 \
   > "$out/variants.log"
 
 python3 - "$out" <<'EOF'
