@@ -171,8 +171,11 @@ multiword_gate(const double2 *x, double2 *out, long long n_columns, unsigned lon
             for (int kt = 0; kt < TILES; ++kt)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const double2 value = v[nt][2 * kt + h];
-                    const int s = shift[nt][(2 * kt + h) / GROUP_SLOTS];
+                    const int q = (2 * kt + h) / GROUP_SLOTS;
+                    // a packed group's NaN or Inf would reach its tile neighbours through the
+                    // zeros of I (x) U (0 * NaN = NaN): its words become zeros (it is not stored)
+                    const double2 value = GROUPS > 1 && bad[nt][q] ? make_double2(0.0, 0.0) : v[nt][2 * kt + h];
+                    const int s = shift[nt][q];
                     split_amplitude(times_power_of_two(value.x, s), times_power_of_two(value.y, s), low_scale,
                                     high[nt][kt][h], low[nt][kt][h]);
                 }
