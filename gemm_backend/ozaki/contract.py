@@ -6,11 +6,16 @@ a multiple of u S_ij with S_ij = (|A| |B|)_ij: at most gamma_k S_ij in the worst
 lambda sqrt(k) u S_ij with high probability (rounding errors modelled as independent, mean zero:
 Higham and Mary's probabilistic analysis), and in practice less again, because BLAS libraries
 accumulate in blocks and registers so that no rounding sees a partial sum of more than a few
-hundred terms. Measured against a double-double product (numpy's OpenBLAS, complex inputs):
-mean |error| / (u S_ij) is about FP64_TYPICAL_ERROR (0.3-0.5) for real inner sizes n up to
-FP64_CHAIN and falls like sqrt(FP64_CHAIN / n) beyond, for inputs of every dynamic range (more
-for all-positive inputs, whose partial sums grow). The error is elementwise: a small entry of C
-built from small products keeps its digits.
+hundred terms. Measured against a double-double product (numpy's OpenBLAS, complex inputs), the
+scale that fits every input family is T_ij = ||(a_il b_lj)_l||_2, the 2-norm of the entry's terms
+(the partial sums a rounding sees grow like it): the median of |error| / (u T_ij) is about
+FP64_SPREAD_ERROR (1.8-2.7 for signed inputs of every dynamic range, more for all-positive ones,
+whose partial sums grow) for real inner sizes n from a few hundred to 32768, and grows like
+sqrt(n) below FP64_SPREAD_SATURATION. In units of S_ij the same error is 0.4-0.5 for n up to
+FP64_CHAIN and falls like sqrt(FP64_CHAIN / n) beyond on narrow-range inputs, but stays near 2 on
+wide-range ones (phi = 4: the few largest terms dominate both S_ij and the rounding errors), which
+is why matmul plans are measured against T_ij. The error is elementwise: a small entry of C built
+from small products keeps its digits.
 
 What Ozaki-I achieves (ozaki_split.py, ozaki_plan.py). Row i of A is a fixed-point number of
 s_a b-bit digits under the row scale 2^e_i (the row's largest entry), so its representation
@@ -38,9 +43,11 @@ so sums of n of them grow like sqrt(n), not n):
                       min(d sqrt(nnz), 2^(bp) ||x||_2 / 2^e + sqrt(nnz)), F3 of ozaki_bound.py)
 
 (Ozaki-II: crt_error, the same treatment of crt.error_bound's proof), and the plan is accepted
-when this is at most fp64_budget(n) S_ij = CONTRACT_MARGIN FP64_TYPICAL_ERROR u S_ij /
-sqrt(max(1, n / FP64_CHAIN)) for every entry: half of what FP64 itself typically commits there.
-The quotients such as 2^(e_i + f_j) / S_ij are "spans" (in bits): how far the entry's scale sits
+when this is at most half of what FP64 itself typically commits there, for every entry: for a
+matmul, fp64_product_budget(n) T_ij = CONTRACT_MARGIN FP64_SPREAD_ERROR u T_ij (times
+sqrt(n / FP64_SPREAD_SATURATION) for short sums); for a gate, planned without the state, the
+bound fp64_budget(n) S_ij = CONTRACT_MARGIN FP64_TYPICAL_ERROR u S_ij / sqrt(max(1, n / FP64_CHAIN)).
+The quotients such as 2^(e_i + f_j) / S_ij (or / T_ij) are "spans" (in bits): how far the entry's scale sits
 below the scales the scheme works with. They decide the digit count, and they are estimated from
 the operands' exponents alone (product_spans): a scan that counts, per side, the exponent of
 every element relative to its row (integer histograms, exact on either device), so that the
@@ -65,6 +72,9 @@ above it (more for very short rows of very wide range). The model does not hold 
 small elements are placed against the other operand's support on purpose (say a row [X, eps Y]
 times a column [0; Z], the large elements never meeting anything): `target_error=` gives a
 rigorous (normwise) guarantee for such inputs, and `bound="worst-case"` the former default.
+
+Spans relative to T_ij apply the same model to the squared terms, whose sum is T_ij^2
+(product_spans(power=2)); against the measured ones they sit the same 0-3 bits above.
 
 Gates (apply_batched, the simulator) are planned without looking at the state (a pass over it
 costs more than the gate), and for every state: where every entry of a gate row is significant,
@@ -94,15 +104,26 @@ CONTRACT_MARGIN = 0.5
 # Real inner size over which FP64 GEMM's rounding errors add up in one chain before the library
 # starts a new block (module docstring); past it FP64's error grows like sqrt(n), not like S_ij.
 FP64_CHAIN = 512
+# FP64 GEMM's typical error over u T_ij for real inner sizes n >= FP64_SPREAD_SATURATION, and
+# below it times sqrt(n / FP64_SPREAD_SATURATION) (module docstring: "The product rule").
+FP64_SPREAD_ERROR = 2.5
+FP64_SPREAD_SATURATION = 192
 # F4 of ozaki_bound.py: 2^e <= (2^(b+1) / (2^(b-1) - 1)) max|x| for b-bit digits; b = 8.
 SCALE_OVER_MAX = 512 / 127
 
 
 def fp64_budget(inner: int) -> float:
-    """The error an accepted plan may make, relative to S_ij: CONTRACT_MARGIN times FP64's typical
-    error for the real inner size `inner` (2k for a complex product)."""
+    """The error an accepted gate plan may make, relative to S_ij: CONTRACT_MARGIN times FP64's
+    typical error for the real inner size `inner` (2k for a complex product)."""
     chains = max(1.0, max(int(inner), 1) / FP64_CHAIN)
     return CONTRACT_MARGIN * FP64_TYPICAL_ERROR * UNIT_ROUNDOFF / math.sqrt(chains)
+
+
+def fp64_product_budget(inner: int) -> float:
+    """The error an accepted matmul plan may make, relative to T_ij = ||(a_il b_lj)_l||_2:
+    CONTRACT_MARGIN times FP64's typical error there for the real inner size `inner`."""
+    growth = math.sqrt(min(max(int(inner), 1), FP64_SPREAD_SATURATION) / FP64_SPREAD_SATURATION)
+    return CONTRACT_MARGIN * FP64_SPREAD_ERROR * UNIT_ROUNDOFF * growth
 
 
 # -- Ozaki-I: error coefficients of a plan ------------------------------------------------------
@@ -217,10 +238,10 @@ def crt_error(n_moduli: int, k: int) -> float:
     return 2.0 / math.sqrt(3.0) * growth * math.hypot(2.0**-plan.a_bits, 2.0**-plan.b_bits)
 
 
-def crt_moduli(k: int, span_bits: float, inner: int, candidates) -> int:
-    """The fewest moduli in candidates whose crt_error, times 2^span_bits (the norms over S_ij),
-    meets fp64_budget(inner); None when none does or k is too large for the scheme."""
+def crt_moduli(k: int, span_bits: float, budget: float, candidates) -> int:
+    """The fewest moduli in candidates whose crt_error, times 2^span_bits (the norms over the
+    entry's scale), meets budget (relative to that scale); None when none does or k is too large
+    for the scheme."""
     if not 1 <= k <= MAX_INNER:
         return None
-    budget = fp64_budget(inner)
     return next((m for m in candidates if crt_error(m, k) * _exp2(span_bits) <= budget), None)

@@ -33,7 +33,7 @@ from .bound import (
     summarize_rows,
     worst_case_columns,
 )
-from .contract import crt_error, crt_moduli, fp64_budget, gate_error_model, matmul_error_model
+from .contract import crt_error, crt_moduli, fp64_budget, fp64_product_budget, gate_error_model, matmul_error_model
 from .cost import ozaki1_seconds, ozaki2_seconds
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
@@ -220,17 +220,18 @@ class Fp64Rule(SplitRule):
     def matmul_choice(self, m, k, n, is_complex, statistics) -> Choice:
         """The cheaper (cost.py) of the cheapest Ozaki-I plan and the fewest moduli that meet the
         contract, from the scan's SpanSummaries; info: "estimate" (the modelled error relative to
-        S_ij), "span_bits" (the operands' estimated span) and "model_s" (the cost model's seconds
+        T_ij, contract.py), "span_bits" (the operands' estimated span) and "model_s" (the cost model's seconds
         of the cheapest plan of each scheme that meets the contract, None where none does)."""
         width = 2 if is_complex else 1
         inner = width * k
-        spans = product_spans(statistics["a"], statistics["b"], width)
+        spans = product_spans(statistics["a"], statistics["b"], width, power=2)
         if spans is None:  # a zero operand: every plan gives exact zeros, take the smallest
             first = plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS))[0]
             return Choice(OZAKI1, plan_products(first[0], inner, first[1], first[2]), info={"estimate": 0.0})
+        budget = fp64_product_budget(inner)
         ozaki1 = _cheapest_ozaki1(matmul_error_model(statistics["a"], statistics["b"], spans, bits_per_slice(inner)),
-                                  inner)
-        moduli = crt_moduli(k, spans.norms, inner, CRT_MODULI)
+                                  inner, budget)
+        moduli = crt_moduli(k, spans.norms, budget, CRT_MODULI)
         seconds = {OZAKI1: None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, is_complex),
                    OZAKI2: None if moduli is None else ozaki2_seconds(moduli, m, k, n, is_complex)}
         if moduli is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
@@ -248,12 +249,12 @@ class Fp64Rule(SplitRule):
         inner = 2 * u.shape[0]
         bits = bits_per_slice(inner)
         gate_rows, gate_exps = _gate_rows(u, bits)
-        return _cheapest_ozaki1(gate_error_model(gate_rows, gate_exps, bits), inner)
+        return _cheapest_ozaki1(gate_error_model(gate_rows, gate_exps, bits), inner, fp64_budget(inner))
 
     def ozaki2_gate(self, k: int) -> Choice:
         """The fewest moduli whose modelled error (contract.crt_error) meets the contract
         normwise per entry, for every state."""
-        moduli = crt_moduli(k, 0.0, 2 * k, CRT_MODULI)  # span 0: relative to ||u_i|| ||x||
+        moduli = crt_moduli(k, 0.0, fp64_budget(2 * k), CRT_MODULI)  # span 0: relative to ||u_i|| ||x||
         if moduli is None:
             raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli meets the FP64 contract "
                                f"at K = {k}; use large_gates='ozaki1'")
@@ -321,12 +322,13 @@ def _gate_rows(u, bits: int):
     return gate_rows, gate_exps
 
 
-def _cheapest_ozaki1(model, inner: int) -> Choice:
+def _cheapest_ozaki1(model, inner: int, budget: float) -> Choice:
     """The Ozaki-I plan with the fewest digit pairs (then digits, then T) whose modelled error
-    meets the contract's budget (info: "estimate"), or the native product when no plan does."""
+    meets budget (relative to the scale of the model; info: "estimate"), or the native product
+    when no plan does."""
     candidates = np.array(plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS)))
     estimates = model.estimates(candidates)
-    passing = np.flatnonzero(estimates <= fp64_budget(inner))
+    passing = np.flatnonzero(estimates <= budget)
     if passing.size == 0:
         return NATIVE
     s_a, s_b, top = (int(v) for v in candidates[passing[0]])

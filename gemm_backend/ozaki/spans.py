@@ -93,7 +93,8 @@ def merge_spans(first: SpanSummary, second: SpanSummary) -> SpanSummary:
 @dataclass(frozen=True)
 class ProductSpans:
     """Estimated largest spans (bits) over the entries of a product, each log2 of a scale over
-    S_ij: scales (2^e_i 2^f_j), (2^e_i ||b_j||), (||a_i|| 2^f_j), (||a_i|| ||b_j||)."""
+    the entry's magnitude (S_ij, or T_ij: product_spans' power): scales (2^e_i 2^f_j),
+    (2^e_i ||b_j||), (||a_i|| 2^f_j), (||a_i|| ||b_j||)."""
 
     exponents: float
     a_exponent_b_norm: float
@@ -101,15 +102,18 @@ class ProductSpans:
     norms: float
 
 
-def product_spans(a: SpanSummary, b: SpanSummary, parts: int = 1):
+def product_spans(a: SpanSummary, b: SpanSummary, parts: int = 1, power: int = 1):
     """ProductSpans of A B from the summaries of A's rows and B's columns (module docstring), or
     None when either side has no nonzero row (the product is exactly zero). parts: real outputs
-    per entry (2 for complex), each its own sum of `inner` terms."""
+    per entry (2 for complex), each its own sum of `inner` terms. power 1: spans relative to
+    S_ij = sum_l |a_il b_lj|; power 2: relative to T_ij = (sum_l |a_il b_lj|^2)^(1/2), the same
+    model applied to the squared terms (T_ij^2 is their sum), halved. The meeting bound holds
+    for both: each is at least its largest term."""
     if a.empty or b.empty:
         return None
-    tail = _DeviationTail(a, b)
+    tail = _DeviationTail(a, b, power)
     entries = a.rows * b.rows * parts
-    spans = [tail.largest_span(_center_pmf(ca, cb), entries)
+    spans = [tail.largest_span(_center_pmf(ca, cb), entries) / power
              for ca, cb in ((a.centers, b.centers), (a.centers, b.norm_centers),
                             (a.norm_centers, b.centers), (a.norm_centers, b.norm_centers))]
     meeting = _meeting_span(a, b, entries)
@@ -146,10 +150,11 @@ def _center_pmf(first: np.ndarray, second: np.ndarray) -> tuple:
 
 
 class _DeviationTail:
-    """log P(0 < S' < 2^-x) bounds for S' = sum of `inner` random terms 2^-(a' + b' + 1) (a', b'
-    drawn from the two deviation pools; a zero element on either side gives a zero term)."""
+    """log P(0 < S' < 2^-x) bounds for S' = sum of `inner` random terms 2^-power(a' + b' + 1)
+    (a', b' drawn from the two deviation pools; a zero element on either side gives a zero
+    term); power 2 models the squares of the terms."""
 
-    def __init__(self, a: SpanSummary, b: SpanSummary):
+    def __init__(self, a: SpanSummary, b: SpanSummary, power: int = 1):
         i, j = np.flatnonzero(a.deviations), np.flatnonzero(b.deviations)
         elements_a, elements_b = a.rows * a.inner, b.rows * b.inner
         pmf = np.convolve(a.deviations[i[0]:i[-1] + 1] / elements_a, b.deviations[j[0]:j[-1] + 1] / elements_b)
@@ -157,7 +162,8 @@ class _DeviationTail:
         keep = pmf > 0
         self.log_pmf = np.log(pmf[keep])
         # log2 of each term's geometric middle: |x| lies in [2^(e - alpha - 1), 2^(e - alpha))
-        self.log2_terms = -(deviation[keep] + 1.0)
+        self.log2_terms = -power * (deviation[keep] + 1.0)
+        self.power = power
         # P(a term is zero), from the exact zero counts (0.0 exactly when neither side has zeros)
         self.zero = 1.0 - (1.0 - a.zeros / elements_a) * (1.0 - b.zeros / elements_b)
         self.inner = a.inner
@@ -191,8 +197,10 @@ class _DeviationTail:
 
     def largest_span(self, centers: tuple, entries: int) -> float:
         """The smallest integer L such that entries * P(span > L) <= BEYOND_SPAN_ENTRIES, where an
-        entry's span is c_i + c_j + (the span of S' ), c_i + c_j drawn from `centers`."""
+        entry's span is power (c_i + c_j) + (the span of S'), c_i + c_j drawn from `centers`
+        (L is in bits of the power-th sum: the caller divides by power)."""
         values, probabilities = centers
+        values = self.power * values
         log_weights = np.log(probabilities)
         limit = math.log(BEYOND_SPAN_ENTRIES / entries)
         span = int(values.min() - self.log2_terms.max() - math.ceil(math.log2(self.inner)) - 1)  # S' <= n max term
