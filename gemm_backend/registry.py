@@ -13,6 +13,7 @@ from .errors import BackendError
 
 INT8_SPLITS = range(3, 19)
 CRT_MODULI = range(8, 21)  # int8-crt-<m>: M = 2^64 .. 2^156, bound ~1e-8 .. 1e-21 (crt.error_bound)
+GAUSSIAN_MODULI = range(8, 23)  # int8-gcrt-<m>: M = 2^62 .. 2^152 (every Gaussian modulus below 256)
 
 
 # -- options: how each is written as text, and its command-line flag ---------------------------
@@ -113,11 +114,13 @@ _INT8_FIXED_OPTIONS = ("workspace_bytes", "fused")
 _ALIASES = {"zgemm": "cublas"}
 # ASCII digits without a leading zero: "int8-09", "int8-9\n" or another script's digits are not int8-9.
 _INT8_FIXED = re.compile(r"int8-([1-9][0-9]*)")
-_INT8_CRT = re.compile(r"int8-crt-([1-9][0-9]*)")
+_INT8_CRT = re.compile(r"int8-(g?)crt-([1-9][0-9]*)")
 # Numbered families: (pattern shown, its letter, the numbers it takes, what it is).
 _PATTERNS = [
     ("int8-<s>", "s", INT8_SPLITS, "INT8 Ozaki scheme, fixed s"),
     ("int8-crt-<m>", "m", CRT_MODULI, "INT8 Ozaki-II (Chinese remainder) scheme, fixed number of moduli m"),
+    ("int8-gcrt-<m>", "m", GAUSSIAN_MODULI,
+     "INT8 Ozaki-II on Gaussian moduli (2 INT8 products per modulus for complex inputs, not 3), m moduli"),
 ]
 
 
@@ -139,11 +142,14 @@ def _entry(name: str) -> BackendEntry:
                             _INT8_FIXED_OPTIONS, {"splits": splits})
     match = _INT8_CRT.fullmatch(name)
     if match:
-        moduli = int(match.group(1))
-        if moduli not in CRT_MODULI:
-            raise BackendError(f"backend {name!r}: the number of moduli must be in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}")
+        gaussian, moduli = bool(match.group(1)), int(match.group(2))
+        span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+        if moduli not in span:
+            raise BackendError(f"backend {name!r}: the number of moduli must be in {span.start}..{span.stop - 1}")
+        kind = "Gaussian moduli" if gaussian else "moduli"
         return BackendEntry(name, ".ozaki.crt_backend", "OzakiCrtBackend",
-                            f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} moduli", _WORKSPACE, {"moduli": moduli})
+                            f"INT8 Ozaki-II (Chinese remainder) scheme, {moduli} {kind}", _WORKSPACE,
+                            {"moduli": moduli, "gaussian": gaussian})
     raise BackendError(f"unknown backend {name!r}; known: {', '.join(names())} (see `qsim backends`)")
 
 

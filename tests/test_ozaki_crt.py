@@ -52,14 +52,14 @@ def part_errors(c, reference):
     return np.stack([np.abs((f(c) - f(hi)) - f(lo)) for f in pick]), np.stack([np.abs(f(hi)) for f in pick])
 
 
-def bound_ratios(c, a, b, m: int, reference=None):
+def bound_ratios(c, a, b, m: int, reference=None, gaussian: bool = False):
     """(max of error / the full bound, max of error / the truncation term eps ||a_i|| ||b_j||).
 
     The full bound: u |c| + (1 + u) eps ||a_i||_2 ||b_j||_2 (crt.error_bound), plus the
     double-double reference's own error and one subnormal unit."""
     errors, magnitudes = part_errors(c, matmul_dd(a, b) if reference is None else reference)
     norms = np.outer(np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=0))
-    truncation = error_bound(m, a.shape[1]) * norms
+    truncation = error_bound(m, a.shape[1], gaussian) * norms
     allowed = UNIT_ROUNDOFF * magnitudes + (1 + UNIT_ROUNDOFF) * truncation + 1e-30 * norms + SMALLEST_SUBNORMAL
     with np.errstate(divide="ignore", invalid="ignore"):
         tightness = np.where(truncation > 0, errors / truncation, 0.0)
@@ -380,7 +380,7 @@ def test_real_mixed_and_empty_inputs(rng):
     assert backend.matmul(np.arange(6).reshape(2, 3), np.ones((3, 2), np.int32)).tolist() == [[3, 3], [12, 12]]
     assert backend.matmul(np.ones((0, 3)), np.ones((3, 2))).shape == (0, 2)
     assert not backend.matmul(np.ones((2, 0), complex), np.ones((0, 4))).any()
-    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": 16}
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": 16, "gaussian": False}
 
 
 # -- construction --------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def test_apply_batched_against_dd_and_chunked_in_place(shape, rng):
     whole = crt(11)
     out = np.empty_like(x)
     whole.apply_batched(u, x, out)
-    assert whole.last_call_info == {"scheme": "ozaki2", "moduli": 11}
+    assert whole.last_call_info == {"scheme": "ozaki2", "moduli": 11, "gaussian": False}
     assert bound_ratios(out.transpose(0, 2, 1).reshape(-1, k), rows, u.T, 11, reference)[0] <= 1
     chunked = crt(11, workspace_bytes=5 * whole.workspace_bytes_per_row(k, k))
     in_place = x.copy()
@@ -559,3 +559,73 @@ def test_gpu_brickwork_simulation_matches_cpu():
     circuit = brickwork(20, 4, 2, seed=11)
     results = gpu_run_matches_cpu(circuit, "int8-crt-14")
     assert [g["moduli"] for g in results["gpu"].gate_info] == [14] * len(circuit.gates)
+
+
+# -- Gaussian moduli (int8-gcrt-<m>): two products per modulus -----------------------------
+def test_gaussian_moduli_have_a_square_root_of_minus_one():
+    from gemm_backend.ozaki.crt import gaussian_moduli
+    from gemm_backend.registry import GAUSSIAN_MODULI
+
+    moduli = gaussian_moduli(GAUSSIAN_MODULI.stop - 1)
+    assert moduli[:6] == (241, 233, 229, 221, 205, 197) and all(p % 2 for p in moduli)
+    assert all(math.gcd(p, q) == 1 for i, p in enumerate(moduli) for q in moduli[:i])
+    for m in (GAUSSIAN_MODULI.start, GAUSSIAN_MODULI.stop - 1):
+        plan = crt_plan(m, gaussian=True)
+        for p, root, y, re, im in zip(plan.moduli, plan.root, plan.inverse, plan.re_inverse, plan.im_inverse):
+            assert (int(root) ** 2 + 1) % p == 0
+            assert (2 * int(re) - int(y)) % p == 0 and (2 * int(root) * int(im) - int(y)) % p == 0
+    with pytest.raises(BackendError, match="Gaussian moduli must be in 8..22"):
+        crt_plan(23, gaussian=True)
+    with pytest.raises(BackendError, match="8..22"):
+        gemm_backend.get("int8-gcrt-23")
+
+
+@pytest.mark.parametrize("m", [12, 22])
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_gaussian_integer_inputs_give_the_correctly_rounded_exact_product(m, is_complex, rng):
+    def integers(shape):
+        x = rng.integers(-2**30, 2**30, shape).astype(np.float64)
+        return x + 1j * rng.integers(-2**30, 2**30, shape) if is_complex else x
+
+    a, b = integers((5, 16)), integers((16, 4))
+    backend = gemm_backend.get(f"int8-gcrt-{m}")
+    c = backend.matmul(a, b)
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": m, "gaussian": True}
+    for i, row in enumerate(exact_product(a, b)):
+        for j, (re, im) in enumerate(row):
+            assert c[i, j].real == float(re) and (not is_complex or c[i, j].imag == float(im))
+
+
+@pytest.mark.parametrize("k", [1, 64, 1000])
+@pytest.mark.parametrize("phi", [1.0, 4.0])
+def test_gaussian_bound_is_met_and_matches_the_same_bits_of_karatsuba(phi, k, rng):
+    """The bound holds; and where a Gaussian plan has the scaling bits of a Karatsuba plan both
+    compute the same integer product C' exactly, so they round to the same bits."""
+    a = seed_paper_matrix(rng, (30, k), phi, True)
+    b = seed_paper_matrix(rng, (k, 20), phi, True)
+    reference = matmul_dd(a, b)
+    for m in (8, 14, 19, 22):
+        c = gemm_backend.get(f"int8-gcrt-{m}").matmul(a, b)
+        assert bound_ratios(c, a, b, m, reference, gaussian=True)[0] <= 1
+    gaussian, karatsuba = crt_plan(18, gaussian=True), crt_plan(17)
+    assert (gaussian.a_bits, gaussian.b_bits) != (karatsuba.a_bits, karatsuba.b_bits)
+    pairs = [(g, c) for g in range(8, 23) for c in CRT_MODULI
+             if (crt_plan(g, True).a_bits, crt_plan(g, True).b_bits) == (crt_plan(c).a_bits, crt_plan(c).b_bits)]
+    assert pairs
+    for g, c in pairs[:3]:
+        assert same_bits(gemm_backend.get(f"int8-gcrt-{g}").matmul(a, b), crt(c).matmul(a, b))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("m", [9, 16, 19, 22])
+@pytest.mark.parametrize("is_complex", [False, True])
+def test_gpu_gaussian_products_equal_the_cpu_path(m, is_complex, rng):
+    import cupy as cp
+
+    a = seed_paper_matrix(rng, (300, 257), 2.0, is_complex)
+    b = seed_paper_matrix(rng, (257, 130), 2.0, is_complex)
+    a[3] = 0
+    expected = gemm_backend.get(f"int8-gcrt-{m}").matmul(a, b)
+    got = gemm_backend.get(f"int8-gcrt-{m}").matmul(cp.asarray(a), cp.asarray(b)).get()
+    assert same_bits(got, expected)

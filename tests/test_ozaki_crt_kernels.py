@@ -13,12 +13,13 @@ import pytest
 import gemm_backend
 from gemm_backend.ozaki.crt import crt_plan
 from gemm_backend.ozaki.crt_backend import CrtLayout
+from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 
 from .helpers import same_bits, seed_paper_matrix
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
 HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
-TABLES = ("p", "inverse", "partial_limbs", "product_limbs")
+GAUSSIAN = [False, True]  # the moduli: the largest coprime ones, or the Gaussian ones (int8-gcrt)
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
 
 
@@ -62,25 +63,38 @@ def host_scales(kernels, rows, bits):
     return scales, nonfinite[0] == 0
 
 
-def host_residues(kernels, layout, rows, scales, tables):
+def plan_tables(plan, is_complex: bool = True) -> dict:
+    """The tables crt_backend._device_tables puts on the device, on the host; "inverse" as
+    _gpu_reconstruct passes it (re_inverse for Gaussian moduli's two products)."""
+    names = {"p": "p", "inverse": "re_inverse" if plan.parts(is_complex) == 2 else "inverse",
+             "im_inverse": "im_inverse", "root": "root", "partial_limbs": "partial_limbs",
+             "product_limbs": "product_limbs"}
+    return {key: np.ascontiguousarray(getattr(plan, name)) for key, name in names.items()}
+
+
+def backend_name(m: int, gaussian: bool) -> str:
+    return f"int8-{'g' if gaussian else ''}crt-{m}"
+
+
+def host_residues(kernels, layout, rows, scales, tables=None):
+    tables = tables or plan_tables(layout.plan)
     out = np.empty((rows.shape[0], layout.blocks * layout.padded), np.int8)
     kernels.host_residues(
         _pointer(rows), ctypes.c_longlong(rows.shape[0]), ctypes.c_int(layout.k), ctypes.c_int(layout.padded),
-        _row_stride(rows), ctypes.c_int(layout.is_complex), _pointer(scales), ctypes.c_int(layout.plan.count),
-        _pointer(tables["p"]), _pointer(out),
-        ctypes.c_longlong(out.shape[1]))
+        _row_stride(rows), ctypes.c_int(layout.parts), _pointer(scales), ctypes.c_int(layout.plan.count),
+        _pointer(tables["p"]), _pointer(tables["root"]), _pointer(out), ctypes.c_longlong(out.shape[1]))
     return out
 
 
-def host_matmul(kernels, m, a, b, row_step, col_step):
+def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False):
     """OzakiCrtBackend's GPU path with the host kernels, tile by tile: row scales, residues in
     the (rows, blocks * padded) layout, the per-block INT8 products (float64 GEMMs here),
     reconstruction into a view of the output."""
     is_complex = np.iscomplexobj(a) or np.iscomplexobj(b)
     dtype = np.complex128 if is_complex else np.float64
     a, b = np.ascontiguousarray(a, dtype), np.asarray(b, dtype)
-    layout = CrtLayout(crt_plan(m), a.shape[1], is_complex)
-    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
+    layout = CrtLayout(crt_plan(m, gaussian), a.shape[1], is_complex)
+    tables = plan_tables(layout.plan, is_complex)
     a_rows = a.view(np.float64) if is_complex else a
     a_scales, a_finite = host_scales(kernels, a_rows, layout.plan.a_bits)
     out = np.empty((a.shape[0], b.shape[1]), dtype)
@@ -103,22 +117,25 @@ def host_matmul(kernels, m, a, b, row_step, col_step):
             target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
             kernels.host_reconstruct(
                 _pointer(products), ctypes.c_longlong(products.shape[1]), ctypes.c_int(products.shape[2]),
-                ctypes.c_int(is_complex), ctypes.c_int(m), *(_pointer(tables[name]) for name in ("p", "inverse")),
+                ctypes.c_int(layout.parts), ctypes.c_int(m),
+                *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
                 ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
                 _pointer(np.ascontiguousarray(a_scales[rows])), _pointer(b_scales), _pointer(target), _row_stride(target))
     return out
 
 
 @pytest.mark.parametrize("m", [8, 13, 20])
+@pytest.mark.parametrize("gaussian", GAUSSIAN)
 @pytest.mark.parametrize("is_complex", [False, True])
 @pytest.mark.parametrize("shape, steps", [((37, 29, 11), (16, 5)), ((6, 1, 3), (6, 3)), ((9, 300, 40), (4, 40))])
-def test_host_kernels_match_the_specification(kernels, m, is_complex, shape, steps, rng):
+def test_host_kernels_match_the_specification(kernels, m, gaussian, is_complex, shape, steps, rng):
     rows, k, n = shape
     a = seed_paper_matrix(rng, (rows, k), 4.0, is_complex)
     a[1], a[3], a[4] = 0, a[3] * 2.0**-1060, a[4] * 2.0**900  # zero, subnormal and huge rows
     b = seed_paper_matrix(rng, (k, n), 4.0, is_complex)
     b[:, 0] *= 2.0**-500
-    assert same_bits(host_matmul(kernels, m, a, b, *steps), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+    expected = gemm_backend.get(backend_name(m, gaussian)).matmul(a, b)
+    assert same_bits(host_matmul(kernels, m, a, b, *steps, gaussian=gaussian), expected)
 
 
 def test_host_kernels_on_subnormal_results_and_exact_integers(kernels, rng):
@@ -151,8 +168,7 @@ def test_host_residues_equal_the_specification(kernels, m, is_complex, rng):
     rows = np.ascontiguousarray(a).view(np.float64) if is_complex else np.ascontiguousarray(a)
     scales = np.zeros(rows.shape[0], np.int32)
     scales[[0, 1, 3, 4, 5, 6]] = host_scales(kernels, rows, layout.plan.a_bits)[0][[0, 1, 3, 4, 5, 6]]
-    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
-    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    got = host_residues(kernels, layout, rows, scales).reshape(rows.shape[0], layout.blocks, layout.padded)
     expected = residues(rows, scales, layout.plan, is_complex)  # (m, G, r, k)
     expected = expected.reshape(layout.blocks, rows.shape[0], layout.k).transpose(1, 0, 2)
     assert np.array_equal(got[:, :, :layout.k], expected)
@@ -160,15 +176,15 @@ def test_host_residues_equal_the_specification(kernels, m, is_complex, rng):
     assert (expected[2, 0] == -128).any()  # the tie case happened
 
 
-def host_reconstruct(kernels, m, products, is_complex, row_scales, col_scales):
+def host_reconstruct(kernels, plan, products, is_complex, row_scales, col_scales):
     """The crt_reconstruct kernel on given int32 products (blocks, rows, cols): (rows, cols * outputs)."""
-    plan = crt_plan(m)
-    tables = {name: np.ascontiguousarray(getattr(plan, name)) for name in TABLES}
+    tables = plan_tables(plan, is_complex)
     rows, cols = products.shape[1:]
     out = np.empty((rows, cols * (2 if is_complex else 1)))
     kernels.host_reconstruct(
-        _pointer(products), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(is_complex), ctypes.c_int(m),
-        _pointer(tables["p"]), _pointer(tables["inverse"]), ctypes.c_int(plan.limbs), _pointer(tables["partial_limbs"]),
+        _pointer(products), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(plan.parts(is_complex)),
+        ctypes.c_int(plan.count), _pointer(tables["p"]), _pointer(tables["inverse"]), _pointer(tables["im_inverse"]),
+        ctypes.c_int(plan.limbs), _pointer(tables["partial_limbs"]),
         _pointer(tables["product_limbs"]), _pointer(row_scales), _pointer(col_scales), _pointer(out), _row_stride(out))
     return out
 
@@ -184,31 +200,30 @@ def _boundary_values():
     return np.concatenate([values, -values])
 
 
-@pytest.mark.parametrize("m", list(range(8, 21)))
+@pytest.mark.parametrize("m, gaussian", [(m, False) for m in CRT_MODULI] + [(m, True) for m in GAUSSIAN_MODULI])
 @pytest.mark.parametrize("is_complex", [False, True])
-def test_host_residues_at_digit_boundaries_for_every_modulus_count(kernels, m, is_complex, rng):
+def test_host_residues_at_digit_boundaries_for_every_modulus_count(kernels, m, gaussian, is_complex, rng):
     """Byte for byte against crt.residues at scale 0, so trunc(2^s v) is each value itself."""
     from gemm_backend.ozaki.crt import residues
 
     values = _boundary_values()
     rows = np.stack([values, rng.permutation(values), np.zeros_like(values)])
-    layout = CrtLayout(crt_plan(m), rows.shape[1] // (2 if is_complex else 1), is_complex)
+    layout = CrtLayout(crt_plan(m, gaussian), rows.shape[1] // (2 if is_complex else 1), is_complex)
     rows = np.ascontiguousarray(rows[:, :layout.width * layout.k])
     scales = np.zeros(rows.shape[0], np.int32)
-    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
-    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    got = host_residues(kernels, layout, rows, scales).reshape(rows.shape[0], layout.blocks, layout.padded)
     expected = residues(rows, scales, layout.plan, is_complex).reshape(layout.blocks, rows.shape[0], layout.k)
     assert np.array_equal(got[:, :, :layout.k], expected.transpose(1, 0, 2))
     assert not got[2].any()
 
 
-@pytest.mark.parametrize("m", [8, 15, 20])
-def test_host_residues_at_extreme_scales(kernels, m, rng):
+@pytest.mark.parametrize("m, gaussian", [(8, False), (15, False), (20, False), (22, True)])
+def test_host_residues_at_extreme_scales(kernels, m, gaussian, rng):
     """Rows from subnormal to near-overflow magnitudes with the specification's scales (|s| up
     to ~1150, both split factors in play), wide values for m > 16, zero rows."""
     from gemm_backend.ozaki.crt import residues, row_scales
 
-    layout = CrtLayout(crt_plan(m), 48, True)
+    layout = CrtLayout(crt_plan(m, gaussian), 48, True)
     rows = np.ascontiguousarray(seed_paper_matrix(rng, (6, layout.k), 6.0, True)).view(np.float64)
     rows[0] = np.ldexp(np.sign(rows[0]), -1074 - rng.integers(0, 3, rows.shape[1]))  # subnormals, some 0
     rows[1] *= 2.0**1023 / np.abs(rows[1]).max()
@@ -217,54 +232,53 @@ def test_host_residues_at_extreme_scales(kernels, m, rng):
     rows[3] = 0
     rows[4, 5] = 2.0**-1074
     scales = row_scales(rows, layout.plan.b_bits)[0]
-    tables = {name: np.ascontiguousarray(getattr(layout.plan, name)) for name in TABLES}
-    got = host_residues(kernels, layout, rows, scales, tables).reshape(rows.shape[0], layout.blocks, layout.padded)
+    got = host_residues(kernels, layout, rows, scales).reshape(rows.shape[0], layout.blocks, layout.padded)
     expected = residues(rows, scales, layout.plan, True).reshape(layout.blocks, rows.shape[0], layout.k)
     assert np.array_equal(got[:, :, :layout.k], expected.transpose(1, 0, 2))
     assert not got[3].any()
 
 
-@pytest.mark.parametrize("m", list(range(8, 21)))
+@pytest.mark.parametrize("m, gaussian", [(m, False) for m in CRT_MODULI] + [(m, True) for m in GAUSSIAN_MODULI])
 @pytest.mark.parametrize("is_complex", [False, True])
-def test_host_reconstruction_of_extreme_products(kernels, m, is_complex, rng):
+def test_host_reconstruction_of_extreme_products(kernels, m, gaussian, is_complex, rng):
     """Products over the whole int32 range (|P| < 2^31, the ends included) and output exponents
     from subnormal to ~2^1000 results, bit for bit against crt.CrtAccumulator."""
     from gemm_backend.ozaki.crt import CrtAccumulator
 
-    parts = 3 if is_complex else 1
+    plan = crt_plan(m, gaussian)
+    parts = plan.parts(is_complex)
     products = rng.integers(-2**31 + 1, 2**31, (m * parts, 5, 7), dtype=np.int64)
     products[:, 0, :3] = [2**31 - 1, -2**31 + 1, 0]
     products[:, 1] = rng.integers(-3, 4, (m * parts, 7))  # small C' (cancelling residues)
     products = np.ascontiguousarray(products.astype(np.int32))
-    plan = crt_plan(m)
     row_scales = np.array([1100, 600, 0, -400, -900], np.int32) + plan.product.bit_length()
     col_scales = rng.integers(-60, 60, 7).astype(np.int32)
     accumulator = CrtAccumulator(plan, 2 if is_complex else 1, (5, 7))
     for index in range(m):
         accumulator.add(index, products[index * parts:(index + 1) * parts].astype(np.float64))
     expected = accumulator.result(row_scales, col_scales)  # (parts, rows, cols)
-    got = host_reconstruct(kernels, m, products, is_complex, row_scales, col_scales)
+    got = host_reconstruct(kernels, plan, products, is_complex, row_scales, col_scales)
     assert same_bits(got, np.ascontiguousarray(np.moveaxis(expected, 0, -1).reshape(5, -1)))
     assert (np.abs(expected[:, 0]) < 2.0**-1022).any() and (np.abs(expected) > 2.0**900).any()
 
 
-@pytest.mark.parametrize("m", list(range(8, 21)))
-def test_host_kernels_for_every_modulus_count(kernels, m, rng):
+@pytest.mark.parametrize("m, gaussian", [(m, False) for m in CRT_MODULI] + [(m, True) for m in GAUSSIAN_MODULI])
+def test_host_kernels_for_every_modulus_count(kernels, m, gaussian, rng):
+    backend = gemm_backend.get(backend_name(m, gaussian))
     a = seed_paper_matrix(rng, (7, 23), 3.0, True)
     a[2] = 0
     b = -seed_paper_matrix(rng, (23, 6), 3.0, True)
-    assert same_bits(host_matmul(kernels, m, a, b, 4, 4), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+    assert same_bits(host_matmul(kernels, m, a, b, 4, 4, gaussian), backend.matmul(a, b))
     a, b = a.real.copy(), b.real.copy()
-    assert same_bits(host_matmul(kernels, m, a, b, 7, 3), gemm_backend.get(f"int8-crt-{m}").matmul(a, b))
+    assert same_bits(host_matmul(kernels, m, a, b, 7, 3, gaussian), backend.matmul(a, b))
 
 
 def test_shared_tables_cover_every_plan():
     """crt_arith.cuh sizes its shared tables by MAX_MODULI and its limb sums by MAX_LIMBS."""
     import re
 
-    from gemm_backend.registry import CRT_MODULI
-
     text = KERNELS.with_name("crt_arith.cuh").read_text()
     defined = {name: int(value) for name, value in re.findall(r"#define (MAX_\w+) (\d+)", text)}
-    assert defined["MAX_MODULI"] >= max(CRT_MODULI)
-    assert defined["MAX_LIMBS"] >= max(crt_plan(m).limbs for m in CRT_MODULI)
+    assert defined["MAX_MODULI"] >= max(max(CRT_MODULI), max(GAUSSIAN_MODULI))
+    plans = [crt_plan(m) for m in CRT_MODULI] + [crt_plan(m, True) for m in GAUSSIAN_MODULI]
+    assert defined["MAX_LIMBS"] >= max(plan.limbs for plan in plans)

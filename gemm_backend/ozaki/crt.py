@@ -13,6 +13,13 @@ C = A B (A: (r, k), B: (k, c), real or complex) is computed from one exact integ
    residue of Re + Im, for Karatsuba: Re C' = P1 - P2 and Im C' = P3 - P1 - P2 with P1 = Ar Br,
    P2 = Ai Bi, P3 = (Ar + Ai)(Br + Bi), all valid modulo p. Each P is an INT8 x INT8 -> INT32
    GEMM, exact while k * 128^2 < 2^31 (k <= MAX_INNER).
+   Gaussian moduli (int8-gcrt-<m>) take two products per modulus instead of three: every prime
+   factor of such a p is 1 mod 4, so -1 has a square root i_p modulo p, and z = Re + i Im maps to
+   the pair (Re + i_p Im, Re - i_p Im) mod p, a ring isomorphism of the Gaussian integers mod p
+   onto two copies of Z/p. The complex product becomes two real ones, P+ = A+ B+ and
+   P- = A- B-, and Re C' = (P+ + P-) / 2, Im C' = (P+ - P-) / (2 i_p) modulo p (p odd). Such
+   moduli are fewer and smaller (241, 233, 229, 221, ...: about 7 bits each against 8), so a
+   plan needs one or two more of them for the same M, at 2/3 of the products per modulus.
 3. Reconstruction. With Q_l = M / p_l and y_l = Q_l^-1 mod p_l, w_l = (y_l * (C' mod p_l)) mods
    p_l gives X = sum_l w_l Q_l == C' (mod M) and X / M = sum_l w_l / p_l, so
    C' = X - n M with n = round(sum_l w_l / p_l). X is summed exactly in LIMB_BITS-bit limbs held
@@ -40,7 +47,7 @@ import numpy as np
 
 from ..arrays import array_module
 from ..errors import BackendError
-from ..registry import CRT_MODULI
+from ..registry import CRT_MODULI, GAUSSIAN_MODULI
 
 MAX_INNER = (2**31 - 1) // 128**2  # 131071: k * 128 * 128 stays below 2^31 (int32 products exact)
 SCALE_BITS = 16  # row bounds use 16-bit ceilings of |x| / 2^e: q <= 2^16, sums of 2 MAX_INNER q^2 < 2^53
@@ -52,6 +59,35 @@ _INTEGER_LIMB_SCALES = (2.0**64, 2.0**32)  # a scaled value splits as x2 2^64 + 
 
 
 # -- moduli and constants ------------------------------------------------------------------------
+def gaussian_moduli(count: int) -> tuple:
+    """The `count` largest pairwise coprime odd integers <= 256 whose prime factors are all
+    1 mod 4 (so that -1 is a square modulo each), greedily: 241, 233, 229, 221, 205, 197, ..."""
+    chosen = []
+    for candidate in range(MAX_MODULUS - 1, 4, -2):
+        if len(chosen) == count:
+            break
+        if all(f % 4 == 1 for f in _prime_factors(candidate)) and all(math.gcd(candidate, p) == 1 for p in chosen):
+            chosen.append(candidate)
+    if len(chosen) < count:
+        raise BackendError(f"there are only {len(chosen)} Gaussian moduli below {MAX_MODULUS}, not {count}")
+    return tuple(chosen)
+
+
+def _prime_factors(n: int) -> list:
+    factors, d = [], 2
+    while d * d <= n:
+        while n % d == 0:
+            factors.append(d)
+            n //= d
+        d += 1
+    return factors + ([n] if n > 1 else [])
+
+
+def square_root_of_minus_one(p: int) -> int:
+    """The least i in [1, p) with i^2 == -1 (mod p) (p a Gaussian modulus)."""
+    return next(i for i in range(1, p) if (i * i + 1) % p == 0)
+
+
 def pairwise_coprime_moduli(count: int) -> tuple:
     """The `count` largest pairwise coprime integers <= 256, greedily from 256 down:
     256, 255, 253, 251, 247, 241, 239, 233, ..."""
@@ -72,8 +108,11 @@ class CrtPlan:
     norm bounds 2^beta_A, 2^beta_B), limbs L (LIMB_BITS-bit limbs hold M). Tables: p, inv_p
     (fl(1/p)), inverse (y_l), pow2_32 and pow2_64 (2^32, 2^64 mod p, for residues of values
     >= 2^32), partial_limbs (m, L) the limbs of Q_l = M / p_l, product_limbs (L,) those of M.
+    gaussian: the moduli are gaussian_moduli; then root (i_p), re_inverse (y_l / 2) and
+    im_inverse (y_l / (2 i_p)), all mod p_l, turn P+, P- into w_l of Re and Im directly.
     """
 
+    gaussian: bool
     moduli: tuple
     product: int
     total_bits: int
@@ -87,28 +126,42 @@ class CrtPlan:
     pow2_64: np.ndarray
     partial_limbs: np.ndarray
     product_limbs: np.ndarray
+    root: np.ndarray
+    re_inverse: np.ndarray
+    im_inverse: np.ndarray
 
     @property
     def count(self) -> int:
         return len(self.moduli)
 
+    def parts(self, is_complex: bool) -> int:
+        """INT8 products per modulus: 1 real, 3 complex (Karatsuba), 2 complex on Gaussian moduli."""
+        return (2 if self.gaussian else 3) if is_complex else 1
+
 
 @functools.lru_cache(maxsize=None)
-def crt_plan(n_moduli: int) -> CrtPlan:
-    if n_moduli not in CRT_MODULI:
-        raise BackendError(f"the number of moduli must be in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}, got {n_moduli}")
-    moduli = pairwise_coprime_moduli(n_moduli)
+def crt_plan(n_moduli: int, gaussian: bool = False) -> CrtPlan:
+    span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+    if n_moduli not in span:
+        raise BackendError(f"the number of {'Gaussian ' if gaussian else ''}moduli must be in "
+                           f"{span.start}..{span.stop - 1}, got {n_moduli}")
+    moduli = gaussian_moduli(n_moduli) if gaussian else pairwise_coprime_moduli(n_moduli)
     product = math.prod(moduli)
     below_half = product // 2 - -(-product >> MARGIN_BITS)  # <= M/2 - M/2^32
     total_bits = below_half.bit_length() - 1
     limbs = -(-product.bit_length() // LIMB_BITS)
     partials = [product // p for p in moduli]
     table = functools.partial(np.array, dtype=np.float64)
+    inverse = [pow(q, -1, p) for q, p in zip(partials, moduli)]
+    roots = [square_root_of_minus_one(p) if gaussian else 0 for p in moduli]
     return CrtPlan(
+        gaussian=gaussian, root=table(roots),
+        re_inverse=table([y * pow(2, -1, p) % p if gaussian else 0 for y, p in zip(inverse, moduli)]),
+        im_inverse=table([y * pow(2 * i, -1, p) % p if gaussian else 0 for y, i, p in zip(inverse, roots, moduli)]),
         moduli=moduli, product=product, total_bits=total_bits, a_bits=total_bits // 2,
         b_bits=total_bits - total_bits // 2, limbs=limbs,
         p=table(moduli), inv_p=table([1.0 / p for p in moduli]),
-        inverse=table([pow(q, -1, p) for q, p in zip(partials, moduli)]),
+        inverse=table(inverse),
         pow2_32=table([pow(2, 32, p) for p in moduli]), pow2_64=table([pow(2, 64, p) for p in moduli]),
         partial_limbs=table([_limbs(q, limbs) for q in partials]), product_limbs=table(_limbs(product, limbs)),
     )
@@ -120,8 +173,9 @@ def _limbs(value: int, count: int) -> list:
 
 
 # -- error bound ----------------------------------------------------------------------------------
-def error_bound(n_moduli: int, k: int) -> float:
-    """eps(m, k): the truncation error of int8-crt-<m> relative to ||a_i||_2 ||b_j||_2.
+def error_bound(n_moduli: int, k: int, gaussian: bool = False) -> float:
+    """eps(m, k): the truncation error of int8-crt-<m> (int8-gcrt-<m> when gaussian) relative
+    to ||a_i||_2 ||b_j||_2 (the moduli enter only through T, beta_A and beta_B).
 
     For A (r, k), B (k, c) real or complex and every entry, each of Re and Im satisfies
         |fl(C)_ij - C_ij| <= u |C_ij| + (1 + u) eps ||a_i||_2 ||b_j||_2,
@@ -147,7 +201,7 @@ def error_bound(n_moduli: int, k: int) -> float:
     (C' 2^(-s-t))(1 + d), |d| <= u, so |fl(C) - C| <= u |C' 2^(-s-t)| + |E| 2^(-s-t)
     <= u |C| + (1 + u) |E| 2^(-s-t). A zero row or column gives exact zeros. QED.
     """
-    plan = crt_plan(n_moduli)
+    plan = crt_plan(n_moduli, gaussian)
     growth = 1.0 + math.sqrt(2 * k) * 2.0 ** (1 - SCALE_BITS)
     return (2 * math.sqrt(2 * k) * growth * (2.0**-plan.a_bits + 2.0**-plan.b_bits)
             + 8 * k * growth**2 * 2.0**-plan.total_bits)
@@ -215,20 +269,24 @@ def scaled_limbs(rows, scales) -> tuple:
 
 def residues(rows, scales, plan: CrtPlan, is_complex: bool):
     """(m, G, r, k) int8 symmetric residues of the scaled, truncated rows (r, w) float64
-    modulo each p_l; G = 1 part for real rows (w = k), 3 for complex rows (w = 2k, interleaved
-    re, im): Re, Im and Re + Im."""
+    modulo each p_l; G = plan.parts(is_complex): 1 part for real rows (w = k); for complex rows
+    (w = 2k, interleaved re, im) Re, Im and Re + Im, or on Gaussian moduli Re + i_p Im and
+    Re - i_p Im (|i_p Im| < 2^15: exact)."""
     xp = array_module(rows)
     x2, x1, x0 = scaled_limbs(rows, scales)
-    parts = 3 if is_complex else 1
     width = rows.shape[1] // (2 if is_complex else 1)
-    out = xp.empty((plan.count, parts, rows.shape[0], width), xp.int8)
+    out = xp.empty((plan.count, plan.parts(is_complex), rows.shape[0], width), xp.int8)
     for index, (p, inv_p, pow2_32, pow2_64) in enumerate(zip(plan.moduli, plan.inv_p, plan.pow2_32, plan.pow2_64)):
         r = symmetric_mod(x2 * pow2_64 + x1 * pow2_32 + x0, p, inv_p)
-        if is_complex:
-            re, im = r[:, 0::2], r[:, 1::2]
-            out[index] = xp.stack([re, im, symmetric_mod(re + im, p, inv_p)])
-        else:
+        if not is_complex:
             out[index, 0] = r
+            continue
+        re, im = r[:, 0::2], r[:, 1::2]
+        if plan.gaussian:
+            turned = plan.root[index] * im
+            out[index] = xp.stack([symmetric_mod(re + turned, p, inv_p), symmetric_mod(re - turned, p, inv_p)])
+        else:
+            out[index] = xp.stack([re, im, symmetric_mod(re + im, p, inv_p)])
     return out
 
 
@@ -244,10 +302,16 @@ class CrtAccumulator:
 
     def add(self, index: int, products) -> None:
         """products: (G, r, c) float64 exact integers, the INT8 products of modulus `index`
-        (P1 for real inputs; P1, P2, P3 for complex ones)."""
+        (P1 for real inputs; P1, P2, P3 for complex ones; P+, P- on Gaussian moduli)."""
         plan = self.plan
         p, inv_p = plan.moduli[index], plan.inv_p[index]
-        w = symmetric_mod(combine_products(products) * plan.inverse[index], p, inv_p)
+        if plan.gaussian and products.shape[0] == 2:  # |P+ +- P-| < 2^32, times < 2^8: exact below 2^50
+            xp = array_module(products)
+            plus, minus = products
+            w = symmetric_mod(xp.stack([(plus + minus) * plan.re_inverse[index],
+                                        (plus - minus) * plan.im_inverse[index]]), p, inv_p)
+        else:
+            w = symmetric_mod(combine_products(products) * plan.inverse[index], p, inv_p)
         self.fraction += w * inv_p
         for j in range(plan.limbs):
             self.limbs[:, j] += w * plan.partial_limbs[index, j]

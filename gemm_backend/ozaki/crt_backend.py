@@ -29,7 +29,7 @@ from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_sca
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
-from ..registry import CRT_MODULI
+from ..registry import CRT_MODULI, GAUSSIAN_MODULI
 
 SCHEME = "ozaki2"
 TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows
@@ -57,7 +57,7 @@ class CrtLayout:
 
     @property
     def parts(self) -> int:
-        return 3 if self.is_complex else 1
+        return self.plan.parts(self.is_complex)
 
     @property
     def outputs(self) -> int:
@@ -101,6 +101,9 @@ class OzakiCrtBackend(GemmBackend):
         moduli: the number m of moduli, an int in CRT_MODULI (8..20); the moduli are the m
             largest pairwise coprime integers <= 256. crt.error_bound(m, k) bounds the error,
             crt.moduli_for_target(target, k) gives the m for a target.
+        gaussian: take the m largest Gaussian moduli instead (m in GAUSSIAN_MODULI, 8..22;
+            int8-gcrt-<m>): two INT8 products per modulus for complex inputs, not three
+            (crt.py's step 2), with about 7 bits per modulus instead of 8.
         workspace_bytes: working memory a call may use beyond its inputs and output; None (the
             default): three quarters of the device memory free at call time on the GPU (at
             least 64 MiB), 1 GiB on the CPU (workspace.Workspace). A small workspace
@@ -115,12 +118,14 @@ class OzakiCrtBackend(GemmBackend):
     OPTIONS = ("workspace_bytes",)
     AUTOMATIC_WORKSPACE = True
 
-    def __init__(self, moduli, workspace_bytes: Optional[int] = None):
+    def __init__(self, moduli, gaussian: bool = False, workspace_bytes: Optional[int] = None):
         super().__init__(workspace_bytes)
-        if isinstance(moduli, bool) or not isinstance(moduli, (int, np.integer)) or int(moduli) not in CRT_MODULI:
-            raise BackendError(
-                f"moduli must be an integer in {CRT_MODULI.start}..{CRT_MODULI.stop - 1}, got {moduli!r}")
-        self.plan = crt_plan(int(moduli))
+        span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+        if isinstance(moduli, bool) or not isinstance(moduli, (int, np.integer)) or int(moduli) not in span:
+            raise BackendError(f"moduli must be an integer in {span.start}..{span.stop - 1}, got {moduli!r}")
+        self.plan = crt_plan(int(moduli), bool(gaussian))
+        if gaussian:
+            self.name = "int8-gcrt"
         self.options = {"moduli": self.plan.count,
                         "workspace_bytes": self.workspace.report()}
         self.last_call_info = self._info()
@@ -165,7 +170,7 @@ class OzakiCrtBackend(GemmBackend):
 
     # -- steps --------------------------------------------------------------------------
     def _info(self) -> dict:
-        return {"scheme": SCHEME, "moduli": self.plan.count}
+        return {"scheme": SCHEME, "moduli": self.plan.count, "gaussian": self.plan.gaussian}
 
     def _operands(self, a, b):
         """(xp, a, b, layout): a C-contiguous, both complex128 when either is complex, else float64."""
@@ -269,7 +274,7 @@ class _GpuTileProducts:
     def __init__(self, layout: CrtLayout, b_rows, b_scales):
         self.layout = layout
         self.b_scales = b_scales
-        self.tables = _device_tables(layout.plan.count, cupy_module().cuda.Device().id)
+        self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cupy_module().cuda.Device().id)
         self.b_residues = _gpu_residues(layout, b_rows, b_scales, self.tables)
 
     def multiply(self, a_rows, a_scales, out) -> None:
@@ -299,7 +304,7 @@ def _gpu_residues(layout: CrtLayout, rows, scales, tables):
     if n_rows:
         launch_per_row(_module().get_function("crt_residues"), n_rows, (
             rows, cp.int64(n_rows), cp.int32(layout.k), cp.int32(layout.padded), cp.int64(row_stride(rows)),
-            cp.int32(layout.is_complex), scales, cp.int32(layout.plan.count), tables["p"], out,
+            cp.int32(layout.parts), scales, cp.int32(layout.plan.count), tables["p"], tables["root"], out,
             cp.int64(out.shape[1])))
     return out
 
@@ -310,17 +315,18 @@ def _gpu_reconstruct(layout: CrtLayout, products, a_scales, b_scales, out, table
     cp = cupy_module()
     rows, cols = a_scales.size, b_scales.size
     launch_per_element(_module().get_function("crt_reconstruct"), rows * cols, (
-        products, cp.int64(rows), cp.int32(cols), cp.int32(layout.is_complex), cp.int32(layout.plan.count),
-        tables["p"], tables["inverse"], cp.int32(layout.plan.limbs), tables["partial_limbs"],
+        products, cp.int64(rows), cp.int32(cols), cp.int32(layout.parts), cp.int32(layout.plan.count),
+        tables["p"], tables["re_inverse" if layout.parts == 2 else "inverse"], tables["im_inverse"],
+        cp.int32(layout.plan.limbs), tables["partial_limbs"],
         tables["product_limbs"], a_scales, b_scales, out, cp.int64(row_stride(out))))
 
 
 @functools.lru_cache(maxsize=None)
-def _device_tables(n_moduli: int, device_id: int) -> dict:
+def _device_tables(n_moduli: int, gaussian: bool, device_id: int) -> dict:
     """The plan's float64 tables on the current device (cached per device)."""
     cp = cupy_module()
-    plan = crt_plan(n_moduli)
-    names = ("p", "inverse", "partial_limbs", "product_limbs")
+    plan = crt_plan(n_moduli, gaussian)
+    names = ("p", "inverse", "re_inverse", "im_inverse", "root", "partial_limbs", "product_limbs")
     return {name: cp.asarray(np.ascontiguousarray(getattr(plan, name))) for name in names}
 
 

@@ -35,6 +35,7 @@ inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long
 inline double __ll2double_rn(long long x) { return (double)x; }
 inline long long __double2ll_rz(double x) { return (long long)x; }  // C++ conversion truncates
 inline int __double2int_rz(double x) { return (int)x; }
+inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }  // the default mode: to nearest even
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline double __hiloint2double(int hi, int lo)
@@ -96,21 +97,22 @@ void host_row_scales(const double *x, long long rows, int cols, long long row_st
     launch_one_warp([&] { crt_row_scales(x, rows, cols, row_stride, bits, scales, nonfinite); });
 }
 
-void host_residues(const double *x, long long rows, int width, int padded, long long row_stride, int is_complex,
-                   const int *scales, int n_moduli, const double *moduli, signed char *out, long long out_stride)
+void host_residues(const double *x, long long rows, int width, int padded, long long row_stride, int parts,
+                   const int *scales, int n_moduli, const double *moduli, const double *roots, signed char *out,
+                   long long out_stride)
 {
     launch_one_warp([&] {
-        crt_residues(x, rows, width, padded, row_stride, is_complex, scales, n_moduli, moduli, out, out_stride);
+        crt_residues(x, rows, width, padded, row_stride, parts, scales, n_moduli, moduli, roots, out, out_stride);
     });
 }
 
-void host_reconstruct(const int *products, long long rows, int cols, int is_complex, int n_moduli,
-                      const double *moduli, const double *inverses, int n_limbs,
+void host_reconstruct(const int *products, long long rows, int cols, int parts, int n_moduli,
+                      const double *moduli, const double *inverses, const double *im_inverses, int n_limbs,
                       const double *partial_limbs, const double *product_limbs, const int *row_scales,
                       const int *col_scales, double *out, long long out_stride)
 {
     launch_one_warp([&] {
-        crt_reconstruct(products, rows, cols, is_complex, n_moduli, moduli, inverses, n_limbs,
+        crt_reconstruct(products, rows, cols, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                         partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);
     });
 }

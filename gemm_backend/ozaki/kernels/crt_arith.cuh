@@ -18,7 +18,7 @@
 
 #define LIMB_BITS 32
 #define MAX_LIMBS 5
-#define MAX_MODULI 20  // registry.CRT_MODULI: the per-modulus constants live in shared memory
+#define MAX_MODULI 22  // registry.CRT_MODULI, GAUSSIAN_MODULI: the per-modulus constants live in shared memory
 #define WINDOW_BITS 62
 #define MAGIC_BITS 0x4B400000  // the float 1.5 * 2^23: integers n, |n| < 2^22, add to it exactly
 #define MAGIC 12582912.0f      // 1.5 * 2^23, whose bits are MAGIC_BITS
@@ -248,6 +248,17 @@ __device__ __forceinline__ double exact_double(unsigned r)
     return __hiloint2double(0x43300000, (int)(r ^ 0x80000000u)) - 4503601774854144.0;  // 2^52 + 2^31
 }
 
+// r_re == P+ + P- and r_im == P+ - P- (mod p) from a Gaussian modulus's two products (the halving and
+// the division by i_p are folded into the limbs of the re and im tables: crt.CrtPlan.re_inverse,
+// im_inverse), |r| < 2.5 p, inside add's bound.
+__device__ __forceinline__ void gaussian_residues(int plus, int minus, const ReconstructModulus &c, unsigned &re,
+                                                  unsigned &im)
+{
+    const unsigned u_plus = product_residue(plus, c), u_minus = product_residue(minus, c);
+    re = u_plus + u_minus;
+    im = u_plus - u_minus;
+}
+
 // crt.CrtAccumulator for one complex output (or a real one, in re): X' = sum_l r_l E_l in LIMBS
 // limbs (crt.CrtPlan.limbs; a template parameter, so that the limb loops have no branches).
 template <int LIMBS> struct CrtSums {
@@ -256,7 +267,8 @@ template <int LIMBS> struct CrtSums {
     // p1, p2, p3: the modulus's INT8 products (Karatsuba; p2, p3 unused for real ones).
     // r_re = u1 - u2 == P1 - P2 and r_im = u3 - u1 - u2 == P3 - P1 - P2 (mod p) (crt.combine_products)
     // with |r| < 2.75 p <= 704; the limb sums stay below sum_l 2.75 p_l 2^32 < 2^46 (sum_l p_l <= 4395
-    // for 20 moduli): every product and sum is an exact double.
+    // for 20 moduli, 3282 for the 22 Gaussian ones, whose |r| < 2.5 p): every product and sum is an
+    // exact double.
     __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, int p1, int p2, int p3)
     {
         const unsigned u1 = product_residue(p1, c);
@@ -267,6 +279,16 @@ template <int LIMBS> struct CrtSums {
         const unsigned u2 = product_residue(p2, c), u3 = product_residue(p3, c);
         add_limbs(re, exact_double(u1 - u2), c);
         add_limbs(im, exact_double(u3 - u1 - u2), c);
+    }
+
+    // A Gaussian modulus: E_l of Re from c (y_l / 2), of Im from c_im (y_l / (2 i_p)).
+    __device__ __forceinline__ void add_gaussian(const ReconstructModulus &c, const ReconstructModulus &c_im, int plus,
+                                                 int minus)
+    {
+        unsigned r_re, r_im;
+        gaussian_residues(plus, minus, c, r_re, r_im);
+        add_limbs(re, exact_double(r_re), c);
+        add_limbs(im, exact_double(r_im), c_im);
     }
 
     __device__ __forceinline__ static void add_limbs(double (&sums)[MAX_LIMBS], double r, const ReconstructModulus &c)

@@ -53,19 +53,36 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
     }
 }
 
-// The residues of one element (real: digits[0]; complex: Re, Im and Re + Im) modulo every
-// modulus, written as int8 at slot[(l * parts + g) * padded].
-template <int WORDS>
-__device__ __forceinline__ void write_residues(const Digits (&digits)[2], bool is_complex, const ResidueModulus *table,
-                                               int n_moduli, signed char *slot, int padded)
+// The symmetric residue of re + root * im modulo p (odd), from two magic_residue results:
+// |re + root im| < 2^15, so the FP32 quotient is within 2^-9 of the exact one, whose fraction
+// stays 1/(2p) away from 1/2: rint is exact, and the difference is the residue.
+__device__ __forceinline__ signed char turned_residue(unsigned re, unsigned im, int root, const ResidueModulus &c)
 {
-    const long long step = (long long)(is_complex ? 3 : 1) * padded;
+    const int value = (int)(re - MAGIC_BITS) + root * (int)(im - MAGIC_BITS);
+    return (signed char)(value - __float2int_rn((float)value * c.inv_p) * (int)c.p);
+}
+
+// The residues of one element (real: digits[0]; complex: Re, Im and Re + Im, or on Gaussian
+// moduli Re + i_p Im and Re - i_p Im) modulo every modulus, written as int8 at
+// slot[(l * parts + g) * padded]. parts: 1 (real), 3 (Karatsuba) or 2 (Gaussian).
+template <int WORDS>
+__device__ __forceinline__ void write_residues(const Digits (&digits)[2], int parts, const ResidueModulus *table,
+                                               const int *roots, int n_moduli, signed char *slot, int padded)
+{
+    const long long step = (long long)parts * padded;
     for (int l = 0; l < n_moduli; ++l, slot += step) {
         const ResidueModulus c = table[l];
         const unsigned re = magic_residue<WORDS>(digits[0], c);
-        slot[0] = (signed char)re;
-        if (is_complex) {
-            const unsigned im = magic_residue<WORDS>(digits[1], c);
+        if (parts == 1) {
+            slot[0] = (signed char)re;
+            continue;
+        }
+        const unsigned im = magic_residue<WORDS>(digits[1], c);
+        if (parts == 2) {
+            slot[0] = turned_residue(re, im, roots[l], c);
+            slot[padded] = turned_residue(re, im, -roots[l], c);
+        } else {
+            slot[0] = (signed char)re;
             slot[padded] = (signed char)im;
             slot[2 * padded] = (signed char)sum_residue(re, im, c);
         }
@@ -73,17 +90,22 @@ __device__ __forceinline__ void write_residues(const Digits (&digits)[2], bool i
 }
 
 // crt.residues, one warp per row: out[row * out_stride + (l * parts + g) * padded + h] is the
-// residue modulo p_l of part g (Re, Im, Re + Im for complex rows; the value for real ones) of
-// element h of trunc(2^scales[row] x[row]); columns width..padded-1 are written as zeros.
-// x rows hold `width` elements: real, or complex as interleaved (re, im) float64. moduli: the
-// n_moduli <= MAX_MODULI moduli as float64 (crt.CrtPlan.p).
+// residue modulo p_l of part g (parts = 3: Re, Im, Re + Im for complex rows; 2: Re + i_p Im,
+// Re - i_p Im on Gaussian moduli; 1: the value of a real row) of element h of
+// trunc(2^scales[row] x[row]); columns width..padded-1 are written as zeros. x rows hold `width`
+// elements: real, or complex as interleaved (re, im) float64. moduli, roots: the n_moduli <=
+// MAX_MODULI moduli and their i_p as float64 (crt.CrtPlan.p, root; roots unused unless parts = 2).
 extern "C" __global__ void crt_residues(const double *__restrict__ x, long long rows, int width, int padded,
-                                        long long row_stride, int is_complex, const int *__restrict__ scales,
-                                        int n_moduli, const double *__restrict__ moduli, signed char *__restrict__ out,
+                                        long long row_stride, int parts, const int *__restrict__ scales,
+                                        int n_moduli, const double *__restrict__ moduli,
+                                        const double *__restrict__ root_table, signed char *__restrict__ out,
                                         long long out_stride)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
-    load_residue_moduli(table, moduli, n_moduli);
+    __shared__ int roots[MAX_MODULI];
+    if (threadIdx.x < n_moduli) roots[threadIdx.x] = (int)root_table[threadIdx.x];
+    load_residue_moduli(table, moduli, n_moduli);  // synchronises the block
+    const int is_complex = parts > 1;
     const int lane = threadIdx.x & 31;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
         const double *r = x + row * row_stride;
@@ -95,28 +117,32 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
             for (int part = 0; part < 2; ++part)
                 if (part <= is_complex) digits[part] = scaled_digits(h < width ? r[is_complex ? 2 * h + part : h] : 0.0, scale);
             if (digits[0].wide || digits[1].wide)
-                write_residues<3>(digits, is_complex, table, n_moduli, o + h, padded);
+                write_residues<3>(digits, parts, table, roots, n_moduli, o + h, padded);
             else
-                write_residues<2>(digits, is_complex, table, n_moduli, o + h, padded);
+                write_residues<2>(digits, parts, table, roots, n_moduli, o + h, padded);
         }
     }
 }
 
 // crt.CrtAccumulator for every output of a tile (crt_reconstruct's loop, for LIMBS limbs).
 template <int LIMBS>
-__device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int is_complex,
-                                 int n_moduli, const ReconstructModulus *table, const double *product_limbs,
-                                 double inv_product, const int *row_scales, const int *col_scales, double *out,
-                                 long long out_stride)
+__device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int parts,
+                                 int n_moduli, const ReconstructModulus *table, const ReconstructModulus *im_table,
+                                 const double *product_limbs, double inv_product, const int *row_scales,
+                                 const int *col_scales, double *out, long long out_stride)
 {
     const long long count = rows * cols;
     const long long stride = (long long)gridDim.x * blockDim.x;
-    const int parts = is_complex ? 3 : 1;
+    const int is_complex = parts > 1;
     for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
         CrtSums<LIMBS> sums;
         for (int l = 0; l < n_moduli; ++l) {
             const int *product = products + (long long)l * parts * count + index;
-            sums.add(table[l], is_complex, product[0], is_complex ? product[count] : 0, is_complex ? product[2 * count] : 0);
+            if (parts == 2)
+                sums.add_gaussian(table[l], im_table[l], product[0], product[count]);
+            else
+                sums.add(table[l], is_complex, product[0], is_complex ? product[count] : 0,
+                         is_complex ? product[2 * count] : 0);
         }
         const long long i = index / cols;
         const int c = (int)(index - i * cols);
@@ -128,26 +154,31 @@ __device__ void reconstruct_tile(const int *__restrict__ products, long long row
 }
 
 // crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols) int32
-// (parts = 3: P1, P2, P3 of Karatsuba; 1: the real product), modulus by modulus. out element
-// (i, c) is written at out[i * out_stride + c * n_out + part] for its n_out = 1 (real) or
-// 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y, partial_limbs (n_moduli, n_limbs),
-// product_limbs (n_limbs,), n_limbs in 2..MAX_LIMBS.
-extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int is_complex,
+// (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian moduli; 1: the real product),
+// modulus by modulus. out element (i, c) is written at out[i * out_stride + c * n_out + part] for
+// its n_out = 1 (real) or 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y (Gaussian:
+// re_inverse), im_inverses (Gaussian only), partial_limbs (n_moduli, n_limbs), product_limbs
+// (n_limbs,), n_limbs in 2..MAX_LIMBS.
+extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int parts,
                                            int n_moduli, const double *__restrict__ moduli,
-                                           const double *__restrict__ inverses, int n_limbs,
+                                           const double *__restrict__ inverses,
+                                           const double *__restrict__ im_inverses, int n_limbs,
                                            const double *__restrict__ partial_limbs,
                                            const double *__restrict__ product_limbs, const int *__restrict__ row_scales,
                                            const int *__restrict__ col_scales, double *__restrict__ out,
                                            long long out_stride)
 {
-    __shared__ ReconstructModulus table[MAX_MODULI];
+    __shared__ ReconstructModulus table[MAX_MODULI], im_table[MAX_MODULI];
     __shared__ double inv_product;
+    if (parts == 2 && threadIdx.x < n_moduli)  // load_reconstruct_moduli synchronises the block
+        im_table[threadIdx.x] = reconstruct_modulus((int)moduli[threadIdx.x], (int)im_inverses[threadIdx.x],
+                                                    partial_limbs + threadIdx.x * n_limbs, n_limbs);
     load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
     switch (n_limbs) {
 #define CRT_LIMBS_CASE(L)                                                                                              \
     case L:                                                                                                          \
-        reconstruct_tile<L>(products, rows, cols, is_complex, n_moduli, table, product_limbs, inv_product, row_scales, \
-                            col_scales, out, out_stride);                                                            \
+        reconstruct_tile<L>(products, rows, cols, parts, n_moduli, table, im_table, product_limbs, inv_product,       \
+                            row_scales, col_scales, out, out_stride);                                                \
         break;
         CRT_LIMBS_CASE(2)
         CRT_LIMBS_CASE(3)
