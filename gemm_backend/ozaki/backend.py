@@ -35,6 +35,7 @@ from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan, plan_products
 from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
+from .span_scan import scan_gpu
 from .split import bits_per_slice, row_exponents
 from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply, steps, tile_sizes
 
@@ -318,10 +319,15 @@ class OzakiBackend(GemmBackend):
 
     def _scan(self, a_rows, b, width: int, workspace: int):
         """Row exponents of A (m,) and of the embedded rows of B (width * n,), int32, after
-        checking that both are finite, and the statistics the rule gathers (SplitRule.gather)."""
+        checking that both are finite, and the statistics the rule gathers (SplitRule.gather).
+        On the GPU, rules that gather span summaries take them from span_scan.scan_gpu, which
+        reads each operand in place; elsewhere tile by tile, B's tiles as embedded rows."""
         xp = array_module(a_rows)
         m, n = a_rows.shape[0], b.shape[1]
         bits = bits_per_slice(width * b.shape[0])
+        if is_gpu_array(a_rows) and self.split_rule.gathers_spans:  # one kernel per operand, the same results
+            a_exps, b_exps, a_spans, b_spans = scan_gpu(a_rows, b, width, bits)
+            return a_exps, b_exps, self.split_rule.statistics_of_spans(a_spans, b_spans)
         row_step, col_step = tile_sizes(m, n, width, self.split_rule.largest_plan(width * b.shape[0]), workspace)
         a_exps, b_exps = xp.empty(m, xp.int32), xp.empty(width * n, xp.int32)
         statistics = self.split_rule.new_statistics(xp)

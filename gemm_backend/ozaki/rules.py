@@ -77,6 +77,7 @@ class SplitRule:
 
     name = ""
     plans_from_gate = True
+    gathers_spans = False  # gather() keeps spans.summarize_spans of each side (statistics_of_spans)
     may_take_ozaki2 = False
     fixed_splits = rho = target_error = bound = None
 
@@ -100,6 +101,11 @@ class SplitRule:
     def gather(self, statistics: dict, side: str, rows, exps, bits: int) -> None:
         """Add rows (r, w) float64 of operand side "a" or "b" (embedded rows of B^T, one per
         column) with their int32 exponents to statistics."""
+
+    def statistics_of_spans(self, a_spans, b_spans) -> dict:
+        """The statistics gather() would have made from the operands whose whole SpanSummaries
+        (merged over all rows) are a_spans and b_spans; only where gathers_spans."""
+        raise BackendError(f"rule {self.name} gathers no span summaries")
 
     def matmul_choice(self, m: int, k: int, n: int, is_complex: bool, statistics: dict) -> Choice:
         raise NotImplementedError
@@ -211,11 +217,15 @@ class TargetRule(SplitRule):
 class Fp64Rule(SplitRule):
     name = FP64
     may_take_ozaki2 = True
+    gathers_spans = True
     bound = FP64
 
     def gather(self, statistics, side, rows, exps, bits) -> None:
         spans = summarize_spans(rows, exps)
         statistics[side] = merge_spans(statistics[side], spans) if side in statistics else spans
+
+    def statistics_of_spans(self, a_spans, b_spans) -> dict:
+        return {"a": a_spans, "b": b_spans}
 
     def matmul_choice(self, m, k, n, is_complex, statistics) -> Choice:
         """The cheaper (cost.py) of the cheapest Ozaki-I plan and the fewest moduli that meet the
