@@ -389,7 +389,7 @@ def test_large_gates_on_ozaki2(target_error, rng):
     out = np.empty_like(x)
     backend.apply_batched(u, x, out)
     moduli = moduli_for_target(target_error or fp64_gemm_bound(2 * k), k)
-    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": moduli, "rule": "target", "kernel": "ozaki2",
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": moduli, "gaussian": False, "rule": "target", "kernel": "ozaki2",
                                       "bound": error_bound(moduli, k)}
     crt = np.empty_like(x)
     gemm_backend.get(f"int8-crt-{moduli}").apply_batched(u, x, crt)
@@ -414,7 +414,8 @@ def test_large_gates_option(rng):
     big = seed_paper_matrix(rng, (512, 512), 1.0, True)
     x_big = seed_paper_matrix(rng, (1, 512, 2), 1.0, True)
     backend.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
-    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 15  # fp64 rule
+    info = backend.last_call_info  # fp64 rule: Gaussian moduli, two INT8 products each instead of three
+    assert info["scheme"] == "ozaki2" and (info["moduli"], info["gaussian"]) == (16, True)
     worst_case = gemm_backend.get("int8-auto", bound="worst-case")
     worst_case.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
     assert worst_case.last_call_info["scheme"] == "ozaki2" and worst_case.last_call_info["moduli"] == 13

@@ -274,5 +274,5 @@ def test_ozaki2_products_get_the_backends_workspace_setting(workspace, rng, monk
     backend.matmul(draw(rng, (64, 1024), "phi=1.0"), draw(rng, (1024, 64), "phi=1.0"))
     info = backend.last_call_info
     assert info["scheme"] == "ozaki2"
-    ozaki2_workspace = backend._ozaki2_backends[info["moduli"]].workspace
+    ozaki2_workspace = backend._ozaki2_backends[info["moduli"], info["gaussian"]].workspace
     assert ozaki2_workspace == Workspace.from_option(workspace, True) and ozaki2_workspace.automatic == (workspace is None)

@@ -93,7 +93,7 @@ class OzakiBackend(GemmBackend):
         self.fused = fused
         self.large_gates = self._check_large_gates(large_gates)
         self._prepared = {}  # id(u) -> (u, Choice), from prepare()
-        self._ozaki2_backends = {}  # moduli -> the OzakiCrtBackend of Ozaki-II gates and products
+        self._ozaki2_backends = {}  # (moduli, gaussian) -> the OzakiCrtBackend of Ozaki-II gates and products
         self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
         self.options = {"splits": splits, "workspace_bytes": self.workspace.report(),
                         "fused": fused, **self.split_rule.option_report(self.large_gates)}
@@ -147,9 +147,10 @@ class OzakiBackend(GemmBackend):
         a_exps, b_exps, statistics = self._scan(a_rows, b, width, workspace)
         choice = self.split_rule.matmul_choice(m, k, n, is_complex, statistics)
         if choice.scheme == OZAKI2:  # its automatic workspace is measured again inside, after the output exists
-            out = self._ozaki2_backend(choice.moduli, self.workspace).matmul(a, b)
+            out = self._ozaki2_backend(choice, self.workspace).matmul(a, b)
             self.ozaki2_matmuls += 1
-            self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule, "kernel": OZAKI2,
+            self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
+                                   "rule": self.rule, "kernel": OZAKI2,
                                    **choice.info}
             return out
         if choice.scheme is None:
@@ -213,22 +214,21 @@ class OzakiBackend(GemmBackend):
             return k >= OZAKI2_FROM_K
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
 
-    def ozaki2_moduli(self, k: int) -> int:
-        """Moduli of the Ozaki-II product for a gate of size k (rules.SplitRule.ozaki2_gate)."""
-        return self.split_rule.ozaki2_gate(k).moduli
-
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         choice = self.split_rule.ozaki2_gate(x.shape[1])
-        self._ozaki2_backend(choice.moduli, Workspace(self.workspace.for_call(on_gpu))).apply_batched(u, x, out)
+        self._ozaki2_backend(choice, Workspace(self.workspace.for_call(on_gpu))).apply_batched(u, x, out)
         self.ozaki2_gates += 1
-        self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "rule": self.rule, "kernel": OZAKI2,
+        self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
+                               "rule": self.rule, "kernel": OZAKI2,
                                **choice.info}
 
-    def _ozaki2_backend(self, moduli: int, workspace: Workspace) -> OzakiCrtBackend:
-        """The Ozaki-II backend of `moduli` (made once), working within `workspace` for this call."""
-        backend = self._ozaki2_backends.get(moduli)
+    def _ozaki2_backend(self, choice: Choice, workspace: Workspace) -> OzakiCrtBackend:
+        """The Ozaki-II backend of an OZAKI2 choice (made once per number and kind of moduli),
+        working within `workspace` for this call."""
+        key = (choice.moduli, choice.gaussian)
+        backend = self._ozaki2_backends.get(key)
         if backend is None:
-            backend = self._ozaki2_backends[moduli] = OzakiCrtBackend(moduli)
+            backend = self._ozaki2_backends[key] = OzakiCrtBackend(choice.moduli, choice.gaussian)
         backend.workspace = workspace
         return backend
 

@@ -228,20 +228,21 @@ def gate_error_model(gate_rows, gate_exponents, bits: int) -> ErrorModel:
 
 
 # -- Ozaki-II -------------------------------------------------------------------------------------
-def crt_error(n_moduli: int, k: int) -> float:
-    """The modelled error of int8-crt-<m> per real part of an entry, relative to ||a_i|| ||b_j||:
+def crt_error(n_moduli: int, k: int, gaussian: bool = False) -> float:
+    """The modelled error of int8-crt-<m> (int8-gcrt-<m> when gaussian) per real part of an
+    entry, relative to ||a_i|| ||b_j||:
     the probabilistic counterpart of crt.error_bound (its proof's terms, with the truncations
     uniform and independent): (2 / sqrt 3) (1 + g) sqrt(2^(-2 beta_A) + 2^(-2 beta_B)), the
     sqrt(2k) of the worst case gone."""
-    plan = crt_plan(n_moduli)
+    plan = crt_plan(n_moduli, gaussian)
     growth = 1.0 + math.sqrt(2 * k) * 2.0**-15
     return 2.0 / math.sqrt(3.0) * growth * math.hypot(2.0**-plan.a_bits, 2.0**-plan.b_bits)
 
 
-def crt_moduli(k: int, span_bits: float, budget: float, candidates) -> int:
-    """The fewest moduli in candidates whose crt_error, times 2^span_bits (the norms over the
-    entry's scale), meets budget (relative to that scale); None when none does or k is too large
-    for the scheme."""
+def crt_moduli(k: int, span_bits: float, budget: float, candidates, gaussian: bool = False) -> int:
+    """The fewest moduli in candidates (of the Gaussian kind when gaussian) whose crt_error,
+    times 2^span_bits (the norms over the entry's scale), meets budget (relative to that scale);
+    None when none does or k is too large for the scheme."""
     if not 1 <= k <= MAX_INNER:
         return None
-    return next((m for m in candidates if crt_error(m, k) * _exp2(span_bits) <= budget), None)
+    return next((m for m in candidates if crt_error(m, k, gaussian) * _exp2(span_bits) <= budget), None)

@@ -8,7 +8,8 @@ through device memory around them. The model counts both, in seconds of an H100:
         + P * (m k + k n + m n) * OZAKI1_ELEMENT_PAIR_SECONDS   (digits written in each pair's
           layout and read by its GEMM, int32 products read by the accumulation)
     Ozaki-II (M moduli):
-        M * 3 * 2 m k n INT8 operations (three real m x k x n products per modulus, Karatsuba)
+        M * 3 * 2 m k n INT8 operations (three real m x k x n products per modulus, Karatsuba;
+        two on Gaussian moduli)
         + M * (m k + k n) * OZAKI2_RESIDUE_SECONDS + M * m n * OZAKI2_RECONSTRUCT_SECONDS
 
 INT8 operations run at INT8_OPS_PER_SECOND * k' / (k' + INT8_HALF_RATE_INNER), k' the inner
@@ -44,9 +45,9 @@ def ozaki1_seconds(plan: ProductPlan, m: int, k: int, n: int, is_complex: bool) 
     return gemms + plan.pairs * elements * OZAKI1_ELEMENT_PAIR_SECONDS
 
 
-def ozaki2_seconds(moduli: int, m: int, k: int, n: int, is_complex: bool) -> float:
-    """Modelled time of int8-crt-<moduli> for (m, k) @ (k, n)."""
-    products, per_element = (3, 1.0) if is_complex else (1, 0.5)
+def ozaki2_seconds(moduli: int, m: int, k: int, n: int, is_complex: bool, gaussian: bool = False) -> float:
+    """Modelled time of int8-crt-<moduli> (int8-gcrt-<moduli> when gaussian) for (m, k) @ (k, n)."""
+    products, per_element = ((2 if gaussian else 3), 1.0) if is_complex else (1, 0.5)
     gemms = int8_seconds(2.0 * moduli * products * m * k * n, k)
     elements = moduli * per_element * ((m * k + k * n) * OZAKI2_RESIDUE_SECONDS + m * n * OZAKI2_RECONSTRUCT_SECONDS)
     return gemms + elements

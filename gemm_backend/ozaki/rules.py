@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arrays import array_module, is_gpu_array, iter_column_chunks, to_host
 from ..errors import BackendError
-from ..registry import CRT_MODULI, INT8_SPLITS
+from ..registry import CRT_MODULI, GAUSSIAN_MODULI, INT8_SPLITS
 from .bound import (
     check_target,
     choose_plan,
@@ -45,6 +45,9 @@ from .state_histogram import state_histogram, takes_view
 from .split import add_needed_bits_histogram, bits_per_slice, choose_splits, new_histogram, row_exponents
 
 AUTO = "auto"
+# State columns a large gate's cost model assumes when it weighs the kinds of moduli: any large
+# count gives the same choice, whose GEMMs and per-element passes all scale with it.
+GATE_COST_ROWS = 1 << 20
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may take
 FP64, WORST_CASE = "fp64", "worst-case"  # int8-auto's bound= (module docstring)
 # Amplitudes of the state per chunk while the rho rule builds the state's histogram.
@@ -61,6 +64,7 @@ class Choice:
     plan: ProductPlan = None
     moduli: int = None
     info: dict = field(default_factory=dict)
+    gaussian: bool = False  # OZAKI2 on Gaussian moduli (int8-gcrt)
 
 
 NATIVE = Choice(None)
@@ -241,13 +245,13 @@ class Fp64Rule(SplitRule):
         budget = fp64_product_budget(inner)
         ozaki1 = _cheapest_ozaki1(matmul_error_model(statistics["a"], statistics["b"], spans, bits_per_slice(inner)),
                                   inner, budget)
-        moduli = crt_moduli(k, spans.norms, budget, CRT_MODULI)
+        ozaki2 = _cheapest_ozaki2(k, spans.norms, budget, (m, k, n, is_complex))
         seconds = {OZAKI1: None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, is_complex),
-                   OZAKI2: None if moduli is None else ozaki2_seconds(moduli, m, k, n, is_complex)}
-        if moduli is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
-            estimate = crt_error(moduli, k) * 2.0**spans.norms
-            return Choice(OZAKI2, moduli=moduli, info={"estimate": estimate, "span_bits": spans.norms,
-                                                       "model_s": dict(seconds)})
+                   OZAKI2: None if ozaki2 is None else ozaki2.info["model_s"]}
+        if ozaki2 is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
+            estimate = crt_error(ozaki2.moduli, k, ozaki2.gaussian) * 2.0**spans.norms
+            return Choice(OZAKI2, moduli=ozaki2.moduli, gaussian=ozaki2.gaussian,
+                          info={"estimate": estimate, "span_bits": spans.norms, "model_s": dict(seconds)})
         if ozaki1.plan is None:
             return NATIVE
         return Choice(OZAKI1, ozaki1.plan, info={"estimate": ozaki1.info["estimate"], "span_bits": spans.exponents,
@@ -262,13 +266,15 @@ class Fp64Rule(SplitRule):
         return _cheapest_ozaki1(gate_error_model(gate_rows, gate_exps, bits), inner, fp64_budget(inner))
 
     def ozaki2_gate(self, k: int) -> Choice:
-        """The fewest moduli whose modelled error (contract.crt_error) meets the contract
-        normwise per entry, for every state."""
-        moduli = crt_moduli(k, 0.0, fp64_budget(2 * k), CRT_MODULI)  # span 0: relative to ||u_i|| ||x||
-        if moduli is None:
+        """The cheaper of the fewest moduli of either kind whose modelled error
+        (contract.crt_error) meets the contract normwise per entry, for every state."""
+        # span 0: relative to ||u_i|| ||x||; GATE_COST_ROWS state columns for the cost model
+        choice = _cheapest_ozaki2(k, 0.0, fp64_budget(2 * k), (GATE_COST_ROWS, k, k, True))
+        if choice is None:
             raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli meets the FP64 contract "
                                f"at K = {k}; use large_gates='ozaki1'")
-        return Choice(OZAKI2, moduli=moduli, info={"estimate": crt_error(moduli, k)})
+        return Choice(OZAKI2, moduli=choice.moduli, gaussian=choice.gaussian,
+                      info={"estimate": crt_error(choice.moduli, k, choice.gaussian)})
 
 
 def make_rule(splits, rho=None, target_error=None, bound=None) -> SplitRule:
@@ -330,6 +336,22 @@ def _gate_rows(u, bits: int):
     if not finite:
         raise BackendError("the gate matrix contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
     return gate_rows, gate_exps
+
+
+def _cheapest_ozaki2(k: int, span_bits: float, budget: float, shape: tuple):
+    """The Ozaki-II Choice (info "model_s": its modelled seconds) of the fewest moduli meeting
+    budget at span_bits, on the kind of moduli the cost model finds cheaper for shape (m, k, n,
+    is_complex): Gaussian ones only pay off for complex products (two INT8 products per modulus
+    against three); None when neither kind meets the budget."""
+    kinds = [(False, CRT_MODULI)] + ([(True, GAUSSIAN_MODULI)] if shape[3] else [])
+    best = None
+    for gaussian, candidates in kinds:
+        moduli = crt_moduli(k, span_bits, budget, candidates, gaussian)
+        if moduli is not None:
+            seconds = ozaki2_seconds(moduli, *shape, gaussian=gaussian)
+            if best is None or seconds < best.info["model_s"]:
+                best = Choice(OZAKI2, moduli=moduli, gaussian=gaussian, info={"model_s": seconds})
+    return best
 
 
 def _cheapest_ozaki1(model, inner: int, budget: float) -> Choice:

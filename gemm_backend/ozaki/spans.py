@@ -200,15 +200,26 @@ class _DeviationTail:
         entry's span is power (c_i + c_j) + (the span of S'), c_i + c_j drawn from `centers`
         (L is in bits of the power-th sum: the caller divides by power)."""
         values, probabilities = centers
-        values = self.power * values
-        log_weights = np.log(probabilities)
+        offsets = [self.power * int(v) for v in values]  # host floats and ints: this runs per call, on the host
+        log_weights = np.log(probabilities).tolist()
         limit = math.log(BEYOND_SPAN_ENTRIES / entries)
-        span = int(values.min() - self.log2_terms.max() - math.ceil(math.log2(self.inner)) - 1)  # S' <= n max term
-        while True:
-            logs = [w + self.log_probability(span - int(v)) for w, v in zip(log_weights, values)]
-            if _logsumexp(np.array(logs)[None, :])[0] <= limit:
-                return float(span)
-            span += 1
+        low = int(min(offsets) - self.log2_terms.max() - math.ceil(math.log2(self.inner)) - 1)  # S' <= n max term
+
+        def rare(span: int) -> bool:  # P(span > L) falls as L grows: a galloping then a binary search
+            logs = [w + self.log_probability(span - v) for w, v in zip(log_weights, offsets)]
+            top = max(logs)
+            return top == -math.inf or top + math.log(sum(math.exp(x - top) for x in logs)) <= limit
+
+        if rare(low):
+            return float(low)
+        step = 1
+        while not rare(low + step):
+            low, step = low + step, 2 * step
+        high = low + step  # rare(high), not rare(low)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if rare(middle) else (middle, high)
+        return float(high)
 
 
 def _logsumexp(x: np.ndarray) -> np.ndarray:

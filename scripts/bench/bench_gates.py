@@ -103,7 +103,7 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                 if "pairs" in info:
                     row[f"{label}_plan"] = f"{info.get('splits_state')}/{info.get('splits_gate')}/{info['top']}"
                 elif "moduli" in info:
-                    row[f"{label}_plan"] = f"m={info['moduli']}"
+                    row[f"{label}_plan"] = f"m={info['moduli']}{'g' if info.get('gaussian') else ''}"
                 if with_error:
                     state /= xp.linalg.norm(state)
                     row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)

@@ -245,8 +245,8 @@ def scheme_columns(info: dict) -> dict:
         columns["scheme"] = info["fallback"]
     elif "scheme" in info:
         columns["scheme"] = info["scheme"]
-    if "moduli" in info:
-        columns["moduli"] = info["moduli"]
+    if "moduli" in info:  # "19g": 19 Gaussian moduli (int8-gcrt)
+        columns["moduli"] = f"{info['moduli']}{'g' if info.get('gaussian') else ''}"
     if info.get("splits") is not None:
         columns["splits"] = info["splits"]
         columns["plan"] = {key: info[key] for key in ("splits_a", "splits_b", "top", "pairs") if key in info}
