@@ -31,10 +31,8 @@ def test_gpu_tables_follow_the_measured_kernels(monkeypatch):
 
 def test_scattered_targets_cost_the_transposed_copy_only_without_a_kernel(monkeypatch):
     cublas = gemm_backend.get("cublas")
-    assert cublas.takes_scattered(8, False)  # numpy on cache-sized chunks (cpu_chunks.py)
-    assert cublas.gate_passes(8, False, scattered=True) == cublas.gate_passes(8, False)
-    monkeypatch.setattr(type(cublas), "takes_scattered", lambda self, k, on_gpu: on_gpu)
     assert cublas.gate_passes(8, False, scattered=True) == cublas.gate_passes(8, False) + TRANSPOSED_EXTRA_PASSES
+    monkeypatch.setattr(type(cublas), "takes_scattered", lambda self, k, on_gpu: on_gpu)
     assert cublas.gate_passes(8, True, scattered=True) == cublas.gate_passes(8, True) == NATIVE_GPU_PASSES[3]
 
 

@@ -95,8 +95,7 @@ def test_a_state_that_is_not_flat_is_refused():
 @pytest.mark.parametrize("targets", SCATTERED_CASES[:8])
 @pytest.mark.parametrize("chunk_amplitudes", [1 << 6, 1 << 11])
 def test_transposed_chunks_match_the_dense_operator(targets, chunk_amplitudes, rng, monkeypatch):
-    """The route of backends without a scattered kernel: chunks of the transposed copy, however
-    small, give U on the targets."""
+    """The CPU specification: chunks of the transposed copy, however small, give U on the targets."""
     import qsim.apply
 
     monkeypatch.setattr(qsim.apply, "TRANSPOSE_CHUNK_BYTES", 16 * chunk_amplitudes)
@@ -106,8 +105,9 @@ def test_transposed_chunks_match_the_dense_operator(targets, chunk_amplitudes, r
     backend = gemm_backend.get("cublas")
     state = psi.copy()
     plan = plan_gate(N_QUBITS, targets, u)
-    _, _, layout = apply_plan(plan, state, lambda x, out: backend.apply_batched(plan.matrix, x, out), None, None)
-    assert layout == TRANSPOSED
+    _, _, layout = apply_plan(plan, state, lambda x, out: backend.apply_batched(plan.matrix, x, out), None,
+                              lambda s, t: backend.apply_scattered(plan.matrix, s, t))
+    assert layout == TRANSPOSED  # the CPU has no scattered kernel
     assert np.abs(state - expected).max() < 1e-12
 
 
@@ -117,14 +117,11 @@ def test_the_run_reports_the_transposed_gates_and_needs_no_second_state(rng, mon
     monkeypatch.setattr(qsim.apply, "TRANSPOSE_CHUNK_BYTES", 1024)
     gates = [Gate((0, 5), haar_unitary(4, rng)), Gate((1, 2), haar_unitary(4, rng))]
     simulator = Simulator(device="cpu", progress=False)
-    # as a backend without a scattered kernel on the CPU (cublas has numpy chunks, cpu_chunks.py)
-    monkeypatch.setattr(type(simulator.backend), "takes_scattered", lambda self, k, on_gpu: on_gpu)
     plan = simulator.memory_plan(Circuit(8, gates))
     assert plan["planned_bytes"] == plan["state_bytes"] + 1024 + simulator.backend.workspace.reserved()
     result = simulator.run(Circuit(8, gates))
     assert [g["layout"] for g in result.gate_info] == ["transposed", "contiguous"]
-    # both gates' views have strides R <= 2: numpy in cache-sized chunks (zgemm.CHUNKED_MAX_STRIDE)
-    assert set(result.time_by_path()) == {"numpy chunks+transposed", "numpy chunks"}
+    assert set(result.time_by_path()) == {"zgemm+transposed", "zgemm"}
 
 
 # -- GPU: every kernel on scattered targets -------------------------------------------------

@@ -5,7 +5,6 @@ from ..arrays import array_module, iter_column_chunks, is_gpu_array
 from ..base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
 from ..errors import BackendError
 from ..gate_cost import NATIVE_GPU_PASSES, measured_passes
-from .cpu_chunks import apply_in_chunks
 from .gate import DMMA_DIMS, apply_native_gate, dmma_available, dmma_preferred, gate_fragments
 from .small_gate import SUPPORTED_DIMS, apply_small_gate, kernel_is_faster
 from ..target_layout import packed_gate, run_length
@@ -15,10 +14,6 @@ PACKED_DMMA_K = 16
 PACKED_BELOW_QUBIT = 5  # ... when two targets lie below this qubit (small_gate.py's loads use part of a sector)
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
-# On the CPU an in-place gate whose view has a stride R up to this runs in cache-sized chunks
-# (cpu_chunks.py); at larger R one batched matmul of the whole view was measured faster
-# (its rows are long contiguous runs, where the chunks' gather is strided).
-CHUNKED_MAX_STRIDE = 2
 
 
 class ZgemmBackend(GemmBackend):
@@ -86,12 +81,11 @@ class ZgemmBackend(GemmBackend):
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
         if not on_gpu:
-            return True  # numpy in cache-sized chunks (cpu_chunks.py)
+            return False
         return (k in self.dmma_dims and dmma_available()) or (k in SUPPORTED_DIMS and k <= self.small_gate_max_dim)
 
     def apply_scattered(self, u, state, targets) -> bool:
-        """On the CPU numpy GEMMs on cache-sized chunks (cpu_chunks.py). On the GPU the DMMA kernel
-        where apply_batched would take it at stride 2^targets[0], else the
+        """The DMMA kernel where apply_batched would take it at stride 2^targets[0], else the
         CUDA-core kernel (one thread per column, any stride); 2- and 3-qubit gates with two
         targets below PACKED_BELOW_QUBIT run packed in the DMMA kernel for K = PACKED_DMMA_K
         (I (x) U over 4 or 2 columns), where the CUDA-core kernel's loads use part of each sector."""
@@ -99,10 +93,6 @@ class ZgemmBackend(GemmBackend):
         if not self.takes_scattered(k, is_gpu_array(state)):
             return False
         self._count(state.size // k, k, k)
-        if not is_gpu_array(state):
-            apply_in_chunks(u, state, targets)
-            self.last_call_info = {"kernel": "numpy chunks"}
-            return True
         packed = self._packed_for_dmma(u, state, targets)
         if packed is not None:
             packed_u, packed_targets = packed
@@ -136,11 +126,6 @@ class ZgemmBackend(GemmBackend):
         if self._uses_small_gate_kernel(k, n_right, on_gpu):
             apply_small_gate(u, x, out)
             self.last_call_info = {"kernel": "small_gate"}
-            return
-        if not on_gpu and out is x and n_right <= CHUNKED_MAX_STRIDE and x.flags.c_contiguous:
-            low = n_right.bit_length() - 1
-            apply_in_chunks(u, x.reshape(-1), tuple(range(low, low + k.bit_length() - 1)))
-            self.last_call_info = {"kernel": "numpy chunks"}
             return
         self.last_call_info = {"kernel": "zgemm"}
         # in chunks also out of place: a whole-view matmul may allocate a state-sized result
