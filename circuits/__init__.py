@@ -9,12 +9,12 @@ from .brickwork import brickwork, haar_unitary, monitored_brickwork
 from .errors import CircuitError
 from .gate import Circuit, Gate
 from .indices import MAX_QUBITS
-from .operations import ClbitTest, Condition, Measure, Reset, format_clbits
+from .operations import ClbitTest, Condition, LoopLimit, Measure, Reset, format_clbits
 from .save import Save
 
 _LAZY = {"from_qiskit": ".qiskit_import", "from_qasm": ".qiskit_import", "fuse": ".fusion", "fuse_by_cost": ".fusion"}
 
-__all__ = ["MAX_QUBITS", "Circuit", "CircuitError", "ClbitTest", "Condition", "Gate", "Measure", "Reset", "Save", "brickwork",
+__all__ = ["MAX_QUBITS", "Circuit", "CircuitError", "ClbitTest", "Condition", "Gate", "LoopLimit", "Measure", "Reset", "Save", "brickwork",
            "format_clbits", "haar_unitary", "monitored_brickwork", *_LAZY]
 
 

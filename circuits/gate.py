@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import CircuitError
 from .indices import distinct_indices, integer, qubit_count
-from .operations import Condition, Measure, Reset, checked_condition
+from .operations import Condition, LoopLimit, Measure, Reset, checked_condition
 from .save import Save
 
 UNITARITY_TOLERANCE = 1e-10
@@ -68,7 +68,8 @@ def _numeric_matrix(values, name: str) -> np.ndarray:
 @dataclass(frozen=True)
 class Circuit:
     """An ordered list of operations on n_qubits qubits: Gates, and in a dynamic circuit also
-    Measure and Reset operations and conditioned gates (circuits.operations).
+    Measure and Reset operations, conditioned gates and the LoopLimits of unrolled while loops
+    (circuits.operations).
 
     measured: qubits measured at the end of a circuit without mid-circuit operations (in the
         order of their classical bits), empty when none.
@@ -105,11 +106,11 @@ class Circuit:
             raise CircuitError(f"clbit_registers {self.clbit_registers} do not cover the {self.n_clbits} classical bits")
 
     def _check_operation(self, position, operation) -> None:
-        if not isinstance(operation, (Gate, Measure, Reset, Save)):
-            raise CircuitError(f"gate {position} is a {type(operation).__name__}, not a circuits.Gate, Measure, Reset "
-                               "or Save")
+        if not isinstance(operation, (Gate, Measure, Reset, Save, LoopLimit)):
+            raise CircuitError(f"gate {position} is a {type(operation).__name__}, not a circuits.Gate, Measure, Reset, "
+                               "Save or LoopLimit")
         qubits = operation.targets if isinstance(operation, Gate) else operation.qubits
-        if max(qubits) >= self.n_qubits:
+        if qubits and max(qubits) >= self.n_qubits:
             raise CircuitError(
                 f"gate {position} ({operation.name!r}) targets qubit {max(qubits)}, "
                 f"but the circuit has only {self.n_qubits} qubits (0..{self.n_qubits - 1})"

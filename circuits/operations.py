@@ -1,4 +1,5 @@
-"""Non-unitary circuit operations beside dense gates: measurement, reset and classical conditions.
+"""Non-unitary circuit operations beside dense gates: measurement, reset, classical conditions
+and the iteration limit of an unrolled while loop.
 
 Classical bits are numbered 0..n_clbits-1 in Qiskit's order (qc.clbits). A register value is
 the integer whose bit j is the j-th classical bit listed; classical strings are written as Qiskit
@@ -111,6 +112,32 @@ class Reset:
     def __post_init__(self):
         object.__setattr__(self, "qubits", distinct_indices(self.qubits, "reset qubits"))
         checked_condition(self.condition, "reset")
+
+
+@dataclass(frozen=True)
+class LoopLimit:
+    """The end of a while loop unrolled to `limit` iterations: when `condition` (the loop's own,
+    with its enclosing conditions) still holds here, the loop would run again, and the run stops
+    with an error rather than give a wrong answer. It acts on no qubits and writes no bit.
+    where: the loop's place in its source circuit, for the message."""
+
+    condition: Condition
+    limit: int
+    where: str
+    name: str = "while_loop_limit"
+    qubits: tuple = ()
+
+    def __post_init__(self):
+        if not isinstance(self.condition, Condition):
+            raise CircuitError(f"a LoopLimit needs the loop's circuits.Condition, got {self.condition!r}")
+        object.__setattr__(self, "limit", integer(self.limit, "a while loop's iteration limit"))
+        if self.qubits != ():
+            raise CircuitError(f"a LoopLimit acts on no qubits, got {self.qubits!r}")
+
+    def message(self) -> str:
+        """The one-line error for a run that reaches this point with the condition true."""
+        return (f"the while loop {self.where} still wants to run after {self.limit} iterations (the limit); "
+                "raise max_while_iterations if it needs more, or check that its body can make its condition false")
 
 
 def format_clbits(bits: int, n_clbits: int, registers=()) -> str:

@@ -1,8 +1,15 @@
-"""Qiskit's for_loop and switch as operations of circuits.qiskit_import's walk.
+"""Qiskit's for_loop, while_loop and switch as operations of circuits.qiskit_import's walk.
 
 for_loop is unrolled: its body once per value of the index set, with the loop parameter bound
 to that value (break_loop / continue_loop inside it are refused: whether they run can depend on
-measurements). switch becomes one conditioned copy of each case body per case value (register
+measurements). while_loop is unrolled to `max_iterations` copies of its body, each under the
+loop's condition, followed by a LoopLimit under it: copy k runs exactly when the loop would run
+its k-th iteration (once the condition is false nothing in the later copies runs, so the bits
+and the condition stay as they are), so each trajectory or shot branch loops as often as its
+own measurements say, and one that would loop beyond the limit stops with an error. As for
+if/else, a measurement in the body that writes a bit the condition reads must be the body's last
+operation (later ones would see the condition change mid-iteration); break_loop and
+continue_loop are refused. switch becomes one conditioned copy of each case body per case value (register
 == value; the copies' conditions exclude one another) and the default case's body under
 "register != every listed value". A measurement in a case body that writes a bit of the target
 is refused unless it is the switch's last operation, as for if/else.
@@ -10,17 +17,32 @@ condition_tests reads an if_else condition: a (clbit or register, value) pair or
 expression (==, !=, logical not of a bit, logical and).
 """
 from .errors import CircuitError
-from .operations import ClbitTest, Condition
+from .operations import ClbitTest, Condition, LoopLimit
 
 
 def for_loop(walk, operation, qubits, clbits, condition, where) -> None:
     """Append the unrolled loop `operation` (a qiskit ForLoopOp) to walk's operations."""
     indexset, parameter, body = operation.params
-    _refuse_loop_exits(body, where)
+    _refuse_loop_exits(body, where, "for")
     for value in indexset:
         bound = body.assign_parameters({parameter: value}) if parameter is not None and parameter in body.parameters \
             else body
         walk._body(bound, qubits, clbits, condition, f"{where} (iteration {value})")
+
+
+def while_loop(walk, operation, qubits, clbits, condition, where, scope, max_iterations: int) -> None:
+    """Append `operation` (a qiskit WhileLoopOp) unrolled to max_iterations conditioned copies of
+    its body and a LoopLimit (see the module docstring)."""
+    body = operation.blocks[0]
+    _refuse_loop_exits(body, where, "while")
+    tests = condition_tests(operation.condition, *scope, where)
+    inside = condition.also(*tests) if condition is not None else Condition(tests)
+    read = frozenset(c for test in tests for c in test.clbits)
+    for iteration in range(max_iterations):
+        walk.open_condition(read, where)
+        walk._body(body, qubits, clbits, inside, f"{where} (iteration {iteration})")
+        walk.close_condition()
+    walk.operations.append(LoopLimit(inside, max_iterations, where))
 
 
 def switch(walk, operation, qubits, clbits, condition, where, scope) -> None:
@@ -57,14 +79,14 @@ def _target_bits(target, circuit, clbit_of, where) -> tuple:
     return tuple(clbit_of[circuit.find_bit(bit).index] for bit in bits)
 
 
-def _refuse_loop_exits(body, where) -> None:
+def _refuse_loop_exits(body, where, kind: str) -> None:
     for instruction in body.data:
         name = instruction.operation.name
         if name in ("break_loop", "continue_loop"):
-            raise CircuitError(f"instruction {where} holds {name}, which is not supported in a for loop; "
+            raise CircuitError(f"instruction {where} holds {name}, which is not supported in a {kind} loop; "
                                "write the loop without it")
         for block in getattr(instruction.operation, "blocks", ()):
-            _refuse_loop_exits(block, where)
+            _refuse_loop_exits(block, where, kind)
 
 
 def condition_tests(condition, circuit, clbit_of, where) -> tuple:

@@ -16,9 +16,10 @@ nesting, and box) become operations (circuits.operations): adjacent measurements
 resets) merge into one joint operation, and every operation inside an if body carries the
 condition of its enclosing ifs. Conditions may be (clbit or register, value) pairs or the
 classical expressions Qiskit builds from them: equal, not_equal, logic_not, logic_and and a bare
-clbit. for_loop is unrolled and switch becomes conditioned operations
-(circuits.qiskit_control_flow); while is refused, as is a measurement inside an if body writing a
-bit that the condition reads unless it is the if's last operation. initialize becomes resets
+clbit. for_loop is unrolled, switch becomes conditioned operations and while_loop becomes
+max_while_iterations conditioned copies of its body ending in a circuits.LoopLimit
+(circuits.qiskit_control_flow); a measurement inside an if (or while) body writing a bit that
+the condition reads is refused unless it is the body's last operation. initialize becomes resets
 (dropped on qubits nothing has touched yet) and its state preparation, as Qiskit defines it.
 Aer's save instructions become circuits.Save operations.
 
@@ -33,9 +34,9 @@ import numpy as np
 
 from .errors import CircuitError
 from .gate import Circuit, Gate
-from .indices import qubit_count
-from .operations import Condition, Measure, Reset
-from .qiskit_control_flow import condition_tests, for_loop, switch
+from .indices import integer, qubit_count
+from .operations import Condition, LoopLimit, Measure, Reset
+from .qiskit_control_flow import condition_tests, for_loop, switch, while_loop
 from .save import Save, save_from_qiskit
 from .qasm3_import import load_qasm3
 from .qasm_source import load_qasm2, qasm_source, qasm_version
@@ -44,20 +45,24 @@ from .qasm_source import load_qasm2, qasm_source, qasm_version
 #: as one dense 2^d x 2^d matrix (a QFT on 28 qubits must become its gates). A UnitaryGate is
 #: always taken as given: its definition is an inexact synthesis.
 DENSE_MATRIX_MAX_QUBITS = 5
+#: A while loop is unrolled to this many iterations by default: a trajectory or shot branch that
+#: would run more stops with an error (circuits.LoopLimit). Raise it with max_while_iterations.
+MAX_WHILE_ITERATIONS = 100
 
 _NO_OP_NAMES = frozenset({"barrier", "delay", "id"})
 
 
-def from_qiskit(qc) -> Circuit:
+def from_qiskit(qc, *, max_while_iterations: int = MAX_WHILE_ITERATIONS) -> Circuit:
     """The qiskit.QuantumCircuit `qc` as a Circuit: its final state equals Statevector(qc)
     exactly, global phase included, when qc is unitary; mid-circuit measurements, resets and
-    classical control become dynamic operations (see the module docstring). Raises CircuitError
-    for what cannot run (unbound parameters, while loops, ...), naming the instruction and
-    its position in qc.data."""
-    return from_qiskit_with_clbits(qc)[0]
+    classical control become dynamic operations (see the module docstring). A while loop may run
+    at most max_while_iterations (>= 1) times per trajectory. Raises CircuitError for what cannot
+    run (unbound parameters, break_loop, ...), naming the instruction and its position in
+    qc.data."""
+    return from_qiskit_with_clbits(qc, max_while_iterations=max_while_iterations)[0]
 
 
-def from_qiskit_with_clbits(qc) -> tuple:
+def from_qiskit_with_clbits(qc, *, max_while_iterations: int = MAX_WHILE_ITERATIONS) -> tuple:
     """(Circuit, clbits): clbits[j] is the index in qc.clbits that Circuit.measured[j] is written
     to; empty for a dynamic circuit, whose Measure operations name their classical bits."""
     from qiskit.circuit import QuantumCircuit
@@ -67,7 +72,10 @@ def from_qiskit_with_clbits(qc) -> tuple:
     if qc.num_qubits < 1:
         raise CircuitError("the Qiskit circuit has no qubits; add a QuantumRegister")
     qubit_count(qc.num_qubits, "the Qiskit circuit's number of qubits")  # before converting its gates
-    walk = _Walk(global_phase=_bound_phase(qc.global_phase, "the circuit's global phase"))
+    if integer(max_while_iterations, "max_while_iterations") < 1:
+        raise CircuitError(f"max_while_iterations must be >= 1, got {max_while_iterations}")
+    walk = _Walk(global_phase=_bound_phase(qc.global_phase, "the circuit's global phase"),
+                 max_while_iterations=int(max_while_iterations))
     walk.block(qc, list(range(qc.num_qubits)), list(range(qc.num_clbits)), None, "")
     classical = {"n_clbits": qc.num_clbits, "clbit_registers": _register_layout(qc)}
     final = _final_measurements(walk.operations)
@@ -134,6 +142,7 @@ class _Walk:
     the top-level circuit's indices."""
 
     global_phase: float
+    max_while_iterations: int = MAX_WHILE_ITERATIONS
     operations: list = field(default_factory=list)
     # per open if/switch: (clbits its condition reads, where, [(index, clbit, where) of measurements writing them])
     read_by_enclosing_ifs: list = field(default_factory=list)
@@ -148,7 +157,7 @@ class _Walk:
             self.instruction(operation, qubits, clbits, condition, where, (circuit, clbit_of))
 
     def instruction(self, operation, qubits, clbits, condition, where, scope) -> None:
-        from qiskit.circuit import BoxOp, ControlFlowOp, ForLoopOp, IfElseOp, SwitchCaseOp
+        from qiskit.circuit import BoxOp, ControlFlowOp, ForLoopOp, IfElseOp, SwitchCaseOp, WhileLoopOp
         from qiskit.circuit import Measure as QiskitMeasure
         from qiskit.circuit import Reset as QiskitReset
 
@@ -172,9 +181,11 @@ class _Walk:
             for_loop(self, operation, qubits, clbits, condition, where)
         elif isinstance(operation, SwitchCaseOp):
             switch(self, operation, qubits, clbits, condition, where, scope)
+        elif isinstance(operation, WhileLoopOp):
+            while_loop(self, operation, qubits, clbits, condition, where, scope, self.max_while_iterations)
         elif isinstance(operation, ControlFlowOp):
             raise CircuitError(f"instruction {where} is classical control flow that is not supported; "
-                               "if/else (if_test, QASM 'if'), for, switch and box are, while is not")
+                               "if/else (if_test, QASM 'if'), for, while, switch and box are")
         elif clbits and getattr(operation, "definition", None) is None:
             raise CircuitError(f"instruction {where} acts on classical bits and is not a measurement, "
                                "if/else or a subcircuit; not supported")
@@ -230,7 +241,7 @@ class _Walk:
             if index != len(self.operations) - 1:
                 raise CircuitError(f"instruction {where} writes classical bit {clbit}, which the condition of "
                                    f"{if_where} reads, and operations under that condition follow it; not supported "
-                                   "(measure into another classical bit)")
+                                   "(measure into another classical bit, or measure last in the block)")
 
     def _note_write(self, clbit, where) -> None:
         for read, _, writes in self.read_by_enclosing_ifs:
@@ -282,7 +293,8 @@ class _Walk:
 def _merged(first, second):
     """One joint Measure (or Reset) doing first then second, or None when they cannot merge
     (other kinds, other conditions, a shared qubit or classical bit, or a bit the condition reads)."""
-    if type(first) is not type(second) or isinstance(first, (Gate, Save)) or first.condition != second.condition:
+    if type(first) is not type(second) or isinstance(first, (Gate, Save, LoopLimit)) \
+            or first.condition != second.condition:
         return None
     if set(first.qubits) & set(second.qubits):
         return None

@@ -7,7 +7,8 @@ outcome_weights), and every outcome that got shots continues once, with its shar
 and renormalised (measurement.collapse). So each shot's classical bits have exactly the
 distribution of an independent trajectory, and the walk does at most min(shots, outcomes) state
 updates per split where per-shot trajectories do `shots`. Conditioned operations are applied or
-skipped per branch; save operations (circuits.Save) read their value once per branch. Final
+skipped per branch (an unrolled while loop's LoopLimit reached with its condition true stops
+the run with its error); save operations (circuits.Save) read their value once per branch. Final
 measurements (a tail of unconditioned measurements) are sampled from the branch's state
 (qsim.sampling) rather than split.
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from circuits import Gate, Measure, Reset, Save
+from circuits import Gate, LoopLimit, Measure, Reset, Save
 
 from .errors import SimulationError
 from .measurement import MAX_JOINT_QUBITS, collapse, outcome_weights
@@ -147,7 +148,7 @@ class _Walk:
                 continue
             if isinstance(operation, Gate):
                 state, self.scratch, _ = self.simulator.apply_gate(self.prepared, position, state, self.scratch)
-            elif not isinstance(operation, Save):
+            elif isinstance(operation, (Measure, Reset)):  # a LoopLimit here did not fire the first time
                 outcome = forced.pop(0)
                 weights = outcome_weights(state, operation.qubits)
                 bits = _collapse(state, operation, outcome, weights[outcome], bits)
@@ -168,6 +169,8 @@ class _Walk:
             if isinstance(operation, Save):
                 saves += ((operation.label, read_save(operation, state), bits),)
                 continue
+            if isinstance(operation, LoopLimit):
+                raise SimulationError(operation.message())
             weights = outcome_weights(state, operation.qubits)
             counts = self.rng.multinomial(shots, _probabilities(weights))
             taken = [int(o) for o in np.flatnonzero(counts)]

@@ -12,7 +12,8 @@ its share of the shots). Saved values come back under their labels in the types 
 save_* methods to QuantumCircuit (qsim.qiskit_save). Run options, Aer's spellings included, are
 listed in qsim.qiskit_options. Counts and memory use Qiskit's hex format over all of the
 circuit's classical bits (bits never written read 0), so get_counts prints them as Qiskit does.
-The target accepts every standard gate, reset, control flow but while, box, UnitaryGate,
+The target accepts every standard gate, reset, control flow (while loops unrolled to
+max_while_iterations per shot), box, UnitaryGate,
 initialize and the save instructions on any qubits; it also works under
 qiskit.primitives.BackendSamplerV2. This module imports qiskit at import time; nothing else in
 qsim imports it.
@@ -22,7 +23,7 @@ import time
 import uuid
 
 import numpy as np
-from qiskit.circuit import BoxOp, ForLoopOp, IfElseOp, QuantumCircuit, SwitchCaseOp
+from qiskit.circuit import BoxOp, ForLoopOp, IfElseOp, QuantumCircuit, SwitchCaseOp, WhileLoopOp
 from qiskit.circuit.library import Initialize, StatePreparation, UnitaryGate, get_standard_gate_name_mapping
 from qiskit.providers import BackendV2, JobStatus, JobV1, Options
 from qiskit.quantum_info import Statevector
@@ -51,7 +52,7 @@ class QsimBackend(BackendV2):
     qsim.qiskit_options): shots, seed_simulator (circuit i of a run uses seed_simulator + i),
     backend (GEMM registry name), backend_options, device, fusion_max_qubits, memory, statevector
     (the final state as a qiskit Statevector), method, precision, max_parallel_threads,
-    max_branch_states; run also takes parameter_binds. Each result's metadata says what ran
+    max_branch_states, max_while_iterations; run also takes parameter_binds. Each result's metadata says what ran
     (fusion, backend, device, branches of a dynamic circuit).
     """
 
@@ -141,7 +142,7 @@ class QsimJob(JobV1):
 
 
 def _permissive_target() -> Target:
-    """Every standard gate (measure and reset included), if_else, for_loop, switch_case, box,
+    """Every standard gate (measure and reset included), if_else, for_loop, while_loop, switch_case, box,
     UnitaryGate, initialize, state preparation and Aer's save instructions of any width, ideal on
     all qubits (so transpile keeps them). num_qubits=None lets the transpiler keep the circuit's
     own width."""
@@ -150,7 +151,7 @@ def _permissive_target() -> Target:
     for name, operation in get_standard_gate_name_mapping().items():
         target.add_instruction(operation, properties=None, name=name)
     for operation, name in ((UnitaryGate, "unitary"), (IfElseOp, "if_else"), (ForLoopOp, "for_loop"),
-                            (SwitchCaseOp, "switch_case"), (BoxOp, "box"), (Initialize, "initialize"),
+                            (WhileLoopOp, "while_loop"), (SwitchCaseOp, "switch_case"), (BoxOp, "box"), (Initialize, "initialize"),
                             (StatePreparation, "state_preparation")):
         target.add_instruction(operation, name=name)
     for name in SAVE_INSTRUCTION_NAMES:
@@ -161,7 +162,7 @@ def _permissive_target() -> Target:
 def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed: int) -> ExperimentResult:
     """One experiment; time_taken is its wall time (import, fusion, planning, run, sampling)."""
     started = time.perf_counter()
-    circuit, clbits = from_qiskit_with_clbits(qc)
+    circuit, clbits = from_qiskit_with_clbits(qc, max_while_iterations=settings["max_while_iterations"])
     fused, fusion = fuse_for_backend(circuit, settings["fusion_max_qubits"], simulator.backend,
                                      simulator.device.on_gpu)
     shots = int(settings["shots"])

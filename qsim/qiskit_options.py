@@ -13,10 +13,13 @@
 | precision | "double" (states are complex128; "single" is refused) |
 | max_parallel_threads | None or 0 (all threads numpy's BLAS was started with); other counts are refused |
 | max_branch_states | states a dynamic circuit's shot branching may hold at once (None: what fits) |
+| max_while_iterations | int >= 1: iterations a while loop may run per shot (default 100); beyond, the run stops with an error |
 | parameter_binds (run only) | one {Parameter: [values, ...]} per circuit: one experiment per value |
 
 Any other option, Aer's noise_model included, is refused with one line naming it.
 """
+from circuits.qiskit_import import MAX_WHILE_ITERATIONS
+
 from .errors import SimulationError
 from .fusion import AUTO, fusion_setting
 
@@ -28,7 +31,8 @@ _METHODS = ("automatic", "statevector")
 def default_options() -> dict:
     return {"shots": AER_DEFAULT_SHOTS, "seed_simulator": None, "backend": "cublas", "backend_options": None,
             "device": "auto", "fusion_max_qubits": AUTO, "memory": False, "statevector": False,
-            "method": "automatic", "precision": "double", "max_parallel_threads": None, "max_branch_states": None}
+            "method": "automatic", "precision": "double", "max_parallel_threads": None, "max_branch_states": None,
+            "max_while_iterations": MAX_WHILE_ITERATIONS}
 
 
 def refuse_unknown(fields: dict, known, where: str) -> None:
@@ -70,6 +74,7 @@ def checked_settings(settings: dict) -> dict:
                               "numpy's BLAS fixes its threads at start; set OMP_NUM_THREADS before starting Python")
     if settings["max_branch_states"] is not None:
         check_int(settings["max_branch_states"], "max_branch_states", 1)
+    check_int(settings["max_while_iterations"], "max_while_iterations", 1)
     return settings
 
 

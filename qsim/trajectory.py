@@ -17,7 +17,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from circuits import Gate, Measure, Reset, format_clbits
+from circuits import Gate, LoopLimit, Measure, Reset, format_clbits
 
 from .errors import SimulationError
 from .measurement import measure
@@ -74,11 +74,14 @@ class Trajectory:
     def handles(self, operation, state) -> bool:
         """True when the trajectory took care of `operation` (it was a measurement or reset, or
         its condition is false), so the engine must not apply it as a gate. state: the engine's
-        current (2^N,) complex128 state, changed in place."""
+        current (2^N,) complex128 state, changed in place. A LoopLimit reached with its condition
+        true raises SimulationError."""
         if operation.condition is not None and not operation.condition.holds(self.bits):
             return True
         if isinstance(operation, Gate):
             return False
+        if isinstance(operation, LoopLimit):
+            raise SimulationError(operation.message())
         self._timer.start()
         outcome, probability = measure(state, operation.qubits, self.rng, reset=isinstance(operation, Reset))
         self._timer.stop()

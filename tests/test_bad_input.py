@@ -17,7 +17,7 @@ QASM_FILES = {
     "oob.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[5];\n',
     "garbage.qasm": "garbage",
     "loop.qasm": ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nbit[1] c;\nc[0] = measure q[0];\n'
-                  'while (c[0] == true) { x q[0]; c[0] = measure q[0]; }\n'),
+                  'while (c[0] == true) { c[0] = measure q[0]; x q[0]; }\n'),
     "nan.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrx(0/0) q[0];\n',
     "measure.qasm": 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[1];\nh q[0];\nmeasure q[0] -> c[0];\n'
                     "h q[0];\n",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from qiskit.result.postprocess import format_counts_memory
 
-from circuits import Circuit, CircuitError, ClbitTest, Condition, Gate, Measure, Reset, format_clbits
+from circuits import Circuit, CircuitError, ClbitTest, Condition, Gate, LoopLimit, Measure, Reset, format_clbits
 
 X = np.array([[0, 1], [1, 0]])
 
@@ -35,7 +35,10 @@ def test_tests_and_conditions_read_register_values():
     (lambda: Circuit(2, [Measure((0,), (3,))], n_clbits=2), "uses classical bit 3, but the circuit has 2"),
     (lambda: Circuit(2, [Gate((1,), X, condition=Condition.equals((1,), 1))], n_clbits=1), "uses classical bit 1"),
     (lambda: Circuit(2, [Reset((2,))]), "targets qubit 2"),
-    (lambda: Circuit(2, ["measure"]), "not a circuits.Gate, Measure, Reset or Save"),
+    (lambda: Circuit(2, ["measure"]), "not a circuits.Gate, Measure, Reset, Save or LoopLimit"),
+    (lambda: LoopLimit(None, 5, "here"), "needs the loop's circuits.Condition, got None"),
+    (lambda: LoopLimit(Condition.equals((0,), 1), 2.5, "here"), "iteration limit must be an integer, got 2.5"),
+    (lambda: Circuit(1, [LoopLimit(Condition.equals((1,), 1), 5, "here")], n_clbits=1), "uses classical bit 1"),
     (lambda: Circuit(2, [], n_clbits=3, clbit_registers=(("c", 2),)), "do not cover the 3 classical bits"),
     (lambda: Measure((0.0,), (0,)), r"measured qubits: every index must be an integer, got 0.0 \(float\)"),
     (lambda: Measure((0,), (np.float64(1),)), "classical bits of a measurement: every index must be an integer"),
@@ -58,6 +61,7 @@ def test_dynamic_circuits_are_recognised():
     conditioned = Circuit(2, [Gate((0,), X, condition=Condition.equals((0,), 1))], n_clbits=1)
     measured = Circuit(2, [Gate((0, 1), np.eye(4)), Measure((1,), (0,)), Reset((0,))], n_clbits=1)
     assert conditioned.is_dynamic and measured.is_dynamic
+    assert Circuit(1, [LoopLimit(Condition.equals((0,), 1), 5, "here")], n_clbits=1).is_dynamic
     assert [g.name for g in measured.dense_gates()] == ["unitary"] and measured.max_gate_size() == 2
     assert len(measured) == 3
 

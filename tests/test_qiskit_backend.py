@@ -170,14 +170,16 @@ def test_bad_runs_give_clear_errors(backend):
     loop = QuantumCircuit(1, 1)
     with loop.while_loop((loop.clbits[0], 0)):
         loop.h(0)
-        loop.measure(0, 0)
-    with pytest.raises(CircuitError, match="'while_loop' at position 0"):
+        loop.break_loop()
+    with pytest.raises(CircuitError, match="'while_loop' at position 0 holds break_loop"):
         backend.run(loop)
+    with pytest.raises(SimulationError, match="max_while_iterations must be an integer >= 1"):
+        backend.run(loop, max_while_iterations=-1)
 
 
 def test_target_accepts_standard_gates_unitaries_reset_and_if_else(backend):
     names = set(backend.target.operation_names)
-    assert {"cx", "ccx", "u", "rzz", "measure", "reset", "unitary", "if_else", "box"} <= names
+    assert {"cx", "ccx", "u", "rzz", "measure", "reset", "unitary", "if_else", "while_loop", "box"} <= names
 
 
 def teleportation_with_registers(measure_out=True):

@@ -220,12 +220,12 @@ def _initialize():
     return qc
 
 
-def _while_loop():
+def _while_loop_gate_after_measure():
     qc = QuantumCircuit(1, 1)
     qc.measure(0, 0)
     with qc.while_loop((qc.clbits[0], 1)):
-        qc.x(0)
         qc.measure(0, 0)
+        qc.x(0)
     return qc
 
 
@@ -275,7 +275,7 @@ def _else_under_conjunction():
 @pytest.mark.parametrize("build, message", [
     (_unbound, r"'rx' at position 0 has unbound parameters theta"),
     (_unbound_phase, r"global phase has unbound parameters phi"),
-    (_while_loop, r"'while_loop' at position 1 is classical control flow that is not supported"),
+    (_while_loop_gate_after_measure, r"writes classical bit 0, which the condition of 'while_loop' at position 1 reads"),
     (_for_loop_with_break, r"'for_loop' at position 0 holds break_loop"),
     (_measure_into_condition_bit, r"'measure' at position 1 inside 'if_else' at position 2 writes classical bit 0, "
                                   r"which the condition of 'if_else' at position 2 reads, and operations under that condition follow"),
@@ -598,7 +598,7 @@ def test_qasm3_file_path_and_version_without_minor(tmp_path):
     ('OPENQASM 3.0;\ninclude "stdgates.inc";\ninput float theta;\nqubit[1] q;\nrx(theta) q[0];\n',
      "unbound parameters theta"),
     ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nbit[1] c;\nc[0] = measure q[0];\n'
-     'while (c[0] == true) { x q[0]; c[0] = measure q[0]; }\n', "while is not"),
+     'while (c[0] == true) { c[0] = measure q[0]; x q[0]; }\n', "the condition of 'while_loop' at position 1 reads"),
     ('OPENQASM 3.0;\ninclude "mine.inc";\nqubit[1] q;\n', "non-stdgates imports"),
 ])
 def test_qasm3_errors_are_one_line_circuit_errors(program, message, capfd):
