@@ -185,18 +185,21 @@ def test_round_limbs_is_correct_rounding(rng):
 
 
 # -- exactness -----------------------------------------------------------------------------
-@pytest.mark.parametrize("m", [12, 20])
+@pytest.mark.parametrize("m, gaussian", [(12, False), (20, False), (12, True), (22, True)])
 @pytest.mark.parametrize("is_complex", [False, True])
-def test_integer_inputs_give_the_correctly_rounded_exact_product(m, is_complex, rng):
-    """30-bit integers: nothing is truncated, so every output is the exact product rounded once."""
+def test_integer_inputs_give_the_correctly_rounded_exact_product(m, gaussian, is_complex, rng):
+    """30-bit integers: nothing is truncated, so every output is the exact product rounded once
+    (on either kind of moduli)."""
     def integers(shape):
         x = rng.integers(-2**30, 2**30, shape).astype(np.float64)
         return x + 1j * rng.integers(-2**30, 2**30, shape) if is_complex else x
 
     a, b = integers((5, 16)), integers((16, 4))
-    plan = crt_plan(m)
+    plan = crt_plan(m, gaussian)
     assert (row_scales(a.view(np.float64) if is_complex else a, plan.a_bits)[0] >= 0).all()
-    c = crt(m).matmul(a, b)
+    backend = gemm_backend.get(f"int8-{'g' if gaussian else ''}crt-{m}")
+    c = backend.matmul(a, b)
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": m, "gaussian": gaussian}
     for i, row in enumerate(exact_product(a, b)):
         for j, (re, im) in enumerate(row):
             assert c[i, j].real == float(re) and (not is_complex or c[i, j].imag == float(im))
@@ -578,22 +581,6 @@ def test_gaussian_moduli_have_a_square_root_of_minus_one():
         crt_plan(23, gaussian=True)
     with pytest.raises(BackendError, match="8..22"):
         gemm_backend.get("int8-gcrt-23")
-
-
-@pytest.mark.parametrize("m", [12, 22])
-@pytest.mark.parametrize("is_complex", [False, True])
-def test_gaussian_integer_inputs_give_the_correctly_rounded_exact_product(m, is_complex, rng):
-    def integers(shape):
-        x = rng.integers(-2**30, 2**30, shape).astype(np.float64)
-        return x + 1j * rng.integers(-2**30, 2**30, shape) if is_complex else x
-
-    a, b = integers((5, 16)), integers((16, 4))
-    backend = gemm_backend.get(f"int8-gcrt-{m}")
-    c = backend.matmul(a, b)
-    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": m, "gaussian": True}
-    for i, row in enumerate(exact_product(a, b)):
-        for j, (re, im) in enumerate(row):
-            assert c[i, j].real == float(re) and (not is_complex or c[i, j].imag == float(im))
 
 
 @pytest.mark.parametrize("k", [1, 64, 1000])

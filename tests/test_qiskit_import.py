@@ -220,15 +220,6 @@ def _initialize():
     return qc
 
 
-def _while_loop_gate_after_measure():
-    qc = QuantumCircuit(1, 1)
-    qc.measure(0, 0)
-    with qc.while_loop((qc.clbits[0], 1)):
-        qc.measure(0, 0)
-        qc.x(0)
-    return qc
-
-
 def _for_loop_with_break():
     qc = QuantumCircuit(1, 1)
     with qc.for_loop(range(3)):
@@ -275,7 +266,6 @@ def _else_under_conjunction():
 @pytest.mark.parametrize("build, message", [
     (_unbound, r"'rx' at position 0 has unbound parameters theta"),
     (_unbound_phase, r"global phase has unbound parameters phi"),
-    (_while_loop_gate_after_measure, r"writes classical bit 0, which the condition of 'while_loop' at position 1 reads"),
     (_for_loop_with_break, r"'for_loop' at position 0 holds break_loop"),
     (_measure_into_condition_bit, r"'measure' at position 1 inside 'if_else' at position 2 writes classical bit 0, "
                                   r"which the condition of 'if_else' at position 2 reads, and operations under that condition follow"),

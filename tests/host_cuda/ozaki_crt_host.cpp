@@ -6,28 +6,15 @@
 // library's, which like CUDA's are exact for the operations the kernels use (frexp, ldexp, trunc,
 // rint, floor, fma, fmaf), and the integer intrinsics below have CUDA's exact semantics.
 // Build: g++ -std=c++20 -shared -fPIC -DKERNELS='"path/to/ozaki_crt.cu"' ozaki_crt_host.cpp
-#include <barrier>
+#include "one_warp.hpp"
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <thread>
-#include <vector>
 
 using std::floor; using std::fabs; using std::fma; using std::fmaf; using std::fmax; using std::frexp;
 using std::isfinite; using std::ldexp; using std::rint; using std::trunc;
 
-struct dim3 { unsigned x = 0, y = 0, z = 0; };
-thread_local dim3 threadIdx, blockIdx;
-dim3 blockDim, gridDim;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __restrict__
-#define __shared__ static
-
-static std::barrier<> *warp_barrier;
 static double double_lanes[32];
-static int int_lanes[32];
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
@@ -74,21 +61,7 @@ inline int __any_sync(unsigned, int predicate)
     return any != 0;
 }
 
-inline void __syncthreads() { warp_barrier->arrive_and_wait(); }  // a block is one warp here
-
 #include KERNELS
-
-template <class Kernel> void launch_one_warp(Kernel kernel)
-{
-    std::barrier<> barrier(32);
-    warp_barrier = &barrier;
-    blockDim.x = 32;
-    gridDim.x = 1;
-    std::vector<std::thread> lanes;
-    for (unsigned lane = 0; lane < 32; ++lane)
-        lanes.emplace_back([&kernel, lane] { threadIdx.x = lane; kernel(); });
-    for (auto &lane : lanes) lane.join();
-}
 
 extern "C" {
 void host_row_scales(const double *x, long long rows, int cols, long long row_stride, int bits, int *scales,

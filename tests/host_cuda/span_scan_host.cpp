@@ -6,29 +6,15 @@
 // threads). The math functions are the C library's, exact like CUDA's for the operations used
 // (frexp, ldexp, fabs, fmax); fma and sqrt are correctly rounded in both.
 // Build: g++ -std=c++20 -shared -fPIC -D<span_scan.py's definitions> -DKERNELS='"span_scan.cu"' span_scan_host.cpp
+#include "one_warp.hpp"
 #include <atomic>
-#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <thread>
-#include <vector>
 
 using std::fabs; using std::fma; using std::fmax; using std::frexp; using std::isfinite; using std::ldexp;
 using std::sqrt;
 
-struct dim3 { unsigned x = 0, y = 0, z = 0; };
-thread_local dim3 threadIdx, blockIdx;
-dim3 blockDim, gridDim;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __restrict__
-#define __shared__ static
-#define __launch_bounds__(threads)
-
-static std::barrier<> *warp_barrier;
-static int int_lanes[32];
 
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 inline int __ffs(unsigned x) { return x ? std::countr_zero(x) + 1 : 0; }
@@ -57,24 +43,14 @@ inline unsigned __match_any_sync(unsigned, int value)
     return peers;
 }
 
-inline void __syncthreads() { warp_barrier->arrive_and_wait(); }  // a block is one warp here
-
 #include KERNELS
 
 extern "C" void host_span_scan(const double *x, long long rows, long long elements, int width, long long row_step,
                                long long element_step, int lanes_across_rows, int bits, int *exponents,
                                int *nonfinite, unsigned long long *totals)
 {
-    std::barrier<> barrier(32);
-    warp_barrier = &barrier;
-    blockDim.x = 32;
-    gridDim.x = 1;
-    std::vector<std::thread> lanes;
-    for (unsigned lane = 0; lane < 32; ++lane)
-        lanes.emplace_back([&, lane] {
-            threadIdx.x = lane;
-            span_scan(x, rows, elements, width, row_step, element_step, lanes_across_rows, bits, exponents,
-                      nonfinite, totals);
-        });
-    for (auto &lane : lanes) lane.join();
+    launch_one_warp([&] {
+        span_scan(x, rows, elements, width, row_step, element_step, lanes_across_rows, bits, exponents, nonfinite,
+                  totals);
+    });
 }
