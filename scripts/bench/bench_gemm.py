@@ -49,7 +49,7 @@ TABLE_COLUMNS = [
     ("backend", "backend", "{}"), ("time_ms", "time ms", "{:.3f}"), ("tflops", "TFLOP/s", "{:.3g}"),
     ("x_cublas", "x cublas", "{:.2f}"), ("rel_err_mean", "rel err mean", "{:.2e}"), ("rel_err_max", "rel err max", "{:.2e}"),
     ("rel_err_norm", "normwise", "{:.2e}"), ("scheme", "scheme", "{}"), ("splits", "splits", "{}"),
-    ("moduli", "moduli", "{}"),
+    ("moduli", "moduli", "{}"), ("gaussian", "gaussian", "{}"),
 ]
 
 
@@ -238,15 +238,16 @@ def run_case(backend, a, b, sample_rows, sample_cols, device, args) -> dict:
 
 def scheme_columns(info: dict) -> dict:
     """What an INT8 backend's last call did: "scheme" (ozaki1, ozaki2, or zgemm for int8-auto's
-    native fallback), "splits" (and the plan) or "moduli", and int8-auto's contract details
+    native fallback), "splits" (and the plan) or "moduli" and "gaussian", and int8-auto's contract details
     ("span_bits", "estimate", "model_s") where it reports them; {} for other backends."""
     columns = {}
     if info.get("fallback"):
         columns["scheme"] = info["fallback"]
     elif "scheme" in info:
         columns["scheme"] = info["scheme"]
-    if "moduli" in info:  # "19g": 19 Gaussian moduli (int8-gcrt)
-        columns["moduli"] = f"{info['moduli']}{'g' if info.get('gaussian') else ''}"
+    if "moduli" in info:
+        columns["moduli"] = info["moduli"]
+        columns["gaussian"] = bool(info.get("gaussian"))  # Gaussian moduli (int8-gcrt)
     if info.get("splits") is not None:
         columns["splits"] = info["splits"]
         columns["plan"] = {key: info[key] for key in ("splits_a", "splits_b", "top", "pairs") if key in info}
