@@ -34,16 +34,23 @@ def fuse(circuit: Circuit, max_qubits: int = 5) -> Circuit:
     `max_qubits` qubits. A block's targets are its qubits in ascending order; its matrix is the
     exact product of its gates (complex128). A gate wider than max_qubits stays as it is.
     Everything but the operations (measured, classical bits) is carried over."""
+    blocks = _blocks(circuit, max_qubits)
+    return dataclasses.replace(circuit, gates=[_block_gate(block) for block in blocks])
+
+
+def _blocks(circuit: Circuit, max_qubits: int) -> list:
+    """fuse's blocks of `circuit`, in the order they were opened, before any matrix is built."""
     if isinstance(max_qubits, bool) or not isinstance(max_qubits, (int, np.integer)) or max_qubits < 1:
         raise CircuitError(f"fusion max_qubits must be an integer >= 1, got {max_qubits!r}")
     if not isinstance(circuit, Circuit):
         raise CircuitError(f"fuse takes a circuits.Circuit, got {type(circuit).__name__}")
+    max_qubits = int(max_qubits)
     blocks = []
     newest_block_on = {}  # qubit -> index of the most recently opened block that touches it
     newest_write_of = {}  # classical bit -> index of the most recent measurement writing it
     for operation in circuit.gates:
         if isinstance(operation, Gate):
-            index = _block_to_join(blocks, newest_block_on, newest_write_of, operation, int(max_qubits))
+            index = _block_to_join(blocks, newest_block_on, newest_write_of, operation, max_qubits)
             qubits = operation.targets
         else:
             index, qubits = None, operation.qubits
@@ -56,7 +63,7 @@ def fuse(circuit: Circuit, max_qubits: int = 5) -> Circuit:
             newest_block_on[qubit] = index
         if isinstance(operation, Measure):
             newest_write_of.update((clbit, index) for clbit in operation.clbits)
-    return dataclasses.replace(circuit, gates=[_block_gate(block) for block in blocks])
+    return blocks
 
 
 AUTO_FUSION_SIZES = (1, 2, 3, 4, 5, 6)  # the block sizes automatic fusion tries
@@ -74,18 +81,24 @@ class FusionChoice:
 
 def fuse_by_cost(circuit: Circuit, gate_cost, sizes=AUTO_FUSION_SIZES) -> FusionChoice:
     """The circuit fused to the block size in `sizes` whose fused gates cost least in total, with
-    gate_cost(gate) -> float the estimated time of one gate (e.g. passes over the state, from the
-    backend that will run it). Ties go to the smaller size (fewer dense products to build).
-    Measurements and resets cost the same at every size and are not counted."""
+    gate_cost(targets) -> float the estimated time of one gate on the qubits `targets` (e.g.
+    passes over the state, from the backend that will run it). Ties go to the smaller size (fewer
+    dense products to build). Measurements and resets cost the same at every size and are not
+    counted. Sizes are costed on their blocks' qubits; only the chosen size's matrices are built."""
     sizes = sorted(set(sizes))
     if not sizes:
         raise CircuitError("automatic fusion needs at least one block size to try")
-    costs, fused_at = {}, {}
+    costs = {}
     for size in sizes:
-        fused_at[size] = fuse(circuit, size)
-        costs[size] = float(sum(gate_cost(g) for g in fused_at[size].gates if isinstance(g, Gate)))
+        costs[size] = float(sum(gate_cost(_block_targets(block)) for block in _blocks(circuit, size)
+                                if block.joinable))
     best = min(sizes, key=lambda size: (costs[size], size))
-    return FusionChoice(fused_at[best], best, costs)
+    return FusionChoice(fuse(circuit, best), best, costs)
+
+
+def _block_targets(block: _Block) -> tuple:
+    """The targets of the gate a block becomes (_block_gate): a lone gate's own, else sorted."""
+    return block.gates[0].targets if len(block.gates) == 1 else tuple(sorted(block.qubits))
 
 
 def _block_to_join(blocks, newest_block_on, newest_write_of, gate, max_qubits):
@@ -129,7 +142,8 @@ def apply_to_rows(matrix: np.ndarray, bits, gate_matrix: np.ndarray) -> np.ndarr
     d = len(bits)
     # Tensor axis a of a (2,)*m row view is bit m-1-a; U's most significant bit (j = d-1) first.
     axes = [m - 1 - bits[j] for j in reversed(range(d))]
-    tensor = np.moveaxis(matrix.reshape((2,) * m + (-1,)), axes, range(d))
-    moved_shape = tensor.shape
-    product = (gate_matrix @ tensor.reshape(1 << d, -1)).reshape(moved_shape)
-    return np.moveaxis(product, range(d), axes).reshape(matrix.shape)
+    # transposes with explicit orders: np.moveaxis's axis checks cost more than these small products
+    order = axes + [a for a in range(m + 1) if a not in axes]
+    tensor = matrix.reshape((2,) * m + (-1,)).transpose(order)
+    product = (gate_matrix @ tensor.reshape(1 << d, -1)).reshape(tensor.shape)
+    return product.transpose(np.argsort(order)).reshape(matrix.shape)

@@ -69,6 +69,13 @@ class GemmBackend:
         and apply_batched)."""
         return False
 
+    def gathers_layout(self, on_gpu: bool) -> bool:
+        """Whether the engine should run this backend's gates through a gathered copy of the state
+        in a permuted qubit layout (qsim.gathered_layout) where it holds a spare state buffer:
+        apply_batched then gets (L, K, 1) views and another buffer as out. Only for backends whose
+        product of a column does not depend on the other columns or their order."""
+        return False
+
     def gate_passes(self, k: int, on_gpu: bool, scattered: bool = False) -> float:
         """Estimated time of one k x k gate on a whole state, in passes over the state (one read
         and write of it; gate_cost.py): the in-place cost, plus the transposed copy's passes

@@ -6,7 +6,8 @@ permute the matrix. Non-contiguous targets go to the backend's in-place kernels,
 any target bits (GemmBackend.apply_scattered); where none takes the gate (and always on the CPU,
 the specification), through chunks of a transposed copy of the state: each chunk fixes the
 leading non-target qubits, holds at most TRANSPOSE_CHUNK_BYTES and is copied out, multiplied
-and copied back, so no second state-sized buffer is needed.
+and copied back, so no second state-sized buffer is needed. (On the CPU, backends that gather
+take qsim.gathered_layout's route instead where a spare buffer fits.)
 """
 import itertools
 from dataclasses import dataclass

@@ -39,7 +39,7 @@ def fuse_for_backend(circuit: Circuit, setting, backend, on_gpu: bool) -> tuple:
     setting = fusion_setting(setting)
     report = {"gates_before": len(circuit)}
     if setting == AUTO:
-        choice = fuse_by_cost(circuit, lambda gate: gate_passes(backend, gate, on_gpu))
+        choice = fuse_by_cost(circuit, lambda targets: target_passes(backend, targets, on_gpu))
         fused, report["max_qubits"], report["chosen_by"] = choice.circuit, choice.max_qubits, "cost model"
         report["estimated_passes"] = {size: round(cost, 2) for size, cost in choice.estimated_cost.items()}
     else:
@@ -53,7 +53,12 @@ def fuse_for_backend(circuit: Circuit, setting, backend, on_gpu: bool) -> tuple:
 
 def gate_passes(backend, gate: Gate, on_gpu: bool) -> float:
     """The backend's estimated passes over the state for this gate where the engine will run it."""
-    return backend.gate_passes(1 << len(gate.targets), on_gpu, not targets_are_contiguous(gate.targets))
+    return target_passes(backend, gate.targets, on_gpu)
+
+
+def target_passes(backend, targets, on_gpu: bool) -> float:
+    """The backend's estimated passes over the state for a dense gate on the qubits `targets`."""
+    return backend.gate_passes(1 << len(targets), on_gpu, not targets_are_contiguous(targets))
 
 
 def describe_fusion(report: dict) -> str:

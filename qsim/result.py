@@ -66,12 +66,13 @@ class Result:
     def time_by_path(self) -> dict:
         """{kernel path: {"gates", "total_s", "median_s"}} from the per-gate "kernel" reports; a gate
         on non-contiguous targets that went through the transposed copy (no kernel addressed its
-        targets in place) counts under "<kernel>+transposed"."""
+        targets in place) counts under "<kernel>+transposed", one run through the CPU's gathered
+        layout (qsim.gathered_layout) under "<kernel>+gathered"."""
         paths = {}
         for info, seconds in zip(self.gate_info, self.gate_times_s):
             path = info.get("kernel") or "default"
-            if info.get("layout") == "transposed":
-                path += "+transposed"
+            if info.get("layout") in ("transposed", "gathered"):
+                path += "+" + info["layout"]
             paths.setdefault(path, []).append(seconds)
         return {path: {"gates": len(times), "total_s": float(sum(times)), "median_s": float(np.median(times))}
                 for path, times in paths.items()}

@@ -14,8 +14,11 @@ import numpy as np
 
 from .apply import apply_plan
 from .errors import SimulationError
+from .gathered_layout import apply_gathered, in_standard_layout, standard_layout
 
 GATE = "gate"  # the timer of the gates
+GATHERED = "gathered"  # gate_info's layout of a gate run through qsim.gathered_layout
+LAYOUT_COPY = "layout copy"  # the timer of the copies back to the standard layout (gathered runs)
 # Gates up to this size are uploaded once before the run (and prepared by the backend then).
 PREPARED_MAX_DIM = 64
 # Kernels choose their variant by the stride R of the (L, K, R) view; a warm-up block of stride
@@ -78,11 +81,16 @@ def warm_up(backend, device, plans, matrices) -> float:
 
 class RunLoop:
     """Runs steps on one device through the backend. After run(): seconds(kind) per timed step
-    (GATE for the gates), gate_info and applied_plans (one per applied gate), memory (PeakMemory)."""
+    (GATE for the gates), gate_info and applied_plans (one per applied gate), memory (PeakMemory).
+    gathered: run the gates through qsim.gathered_layout where run() gets a spare buffer (the
+    backend's GemmBackend.gathers_layout); the state returned and the state every Action and skip
+    sees are in the standard layout."""
 
-    def __init__(self, backend, device, progress_bar, operations: int, backend_run: bool = True):
+    def __init__(self, backend, device, progress_bar, operations: int, backend_run: bool = True,
+                 gathered: bool = False):
         self.backend, self.device, self.bar = backend, device, progress_bar
         self.backend_run = backend_run  # False inside Simulator.prepared, which holds the backend's run
+        self.gathered = gathered
         self.operations = operations  # for messages: "operation p of <operations>"
         self.timers = {GATE: StepTimer(device)}
         self.gate_info = []
@@ -91,16 +99,21 @@ class RunLoop:
 
     def run(self, steps, state, scratch):
         """The state after every step (scratch: a spare state buffer or None)."""
+        layout = standard_layout(state.size.bit_length() - 1) if self.gathered and scratch is not None else None
         if self.backend_run:
             self.backend.start_run()
         try:
             for step in steps:
+                if layout is not None and (isinstance(step, Action) or step.skip is not None):
+                    state, scratch, layout = self._standard(state, scratch, layout)
                 if isinstance(step, Action):
                     self.time(step.kind, step.apply, state)
                     continue
                 if step.skip is None or not step.skip(state):
-                    state, scratch = self._apply_gate(step, state, scratch)
+                    state, scratch, layout = self._apply_gate(step, state, scratch, layout)
                 self.bar.update(1)
+            if layout is not None:
+                state, scratch, layout = self._standard(state, scratch, layout)
         finally:
             self.bar.close()
             self.device.synchronize()
@@ -123,13 +136,25 @@ class RunLoop:
         timer.stop()
         return value
 
-    def _apply_gate(self, step: GateStep, state, scratch):
-        state, scratch, layout = self.time(GATE, apply_gate_plan, self.backend, self.device, step.plan, step.matrix,
-                                           state, scratch, step.position, self.operations)
+    def _apply_gate(self, step: GateStep, state, scratch, layout):
+        """(state, scratch, layout) after the step's gate; layout None: the standard layout, no
+        gathering."""
+        if layout is None:
+            state, scratch, route = self.time(GATE, apply_gate_plan, self.backend, self.device, step.plan,
+                                              step.matrix, state, scratch, step.position, self.operations)
+        else:
+            state, scratch, layout = self.time(GATE, apply_gate_gathered, self.backend, self.device, step.plan,
+                                               step.matrix, state, scratch, layout, step.position, self.operations)
+            route = GATHERED
         self.memory.sample()
         self.applied_plans.append(step.plan)
-        self.gate_info.append(dict(self.backend.last_call_info, **step.info, layout=layout))
-        return state, scratch
+        self.gate_info.append(dict(self.backend.last_call_info, **step.info, layout=route))
+        return state, scratch, layout
+
+    def _standard(self, state, scratch, layout):
+        """The state back in the standard layout, timed on LAYOUT_COPY."""
+        state, scratch = self.time(LAYOUT_COPY, in_standard_layout, state, scratch, layout)
+        return state, scratch, standard_layout(len(layout))
 
 
 def apply_gate_plan(backend, device, plan, matrix, state, scratch, position: int, operations: int) -> tuple:
@@ -142,11 +167,25 @@ def apply_gate_plan(backend, device, plan, matrix, state, scratch, position: int
     try:
         return apply_plan(plan, state, product, scratch, scattered)
     except MemoryError as exc:  # cupy's OutOfMemoryError is one too
-        raise SimulationError(
-            f"out of {device.kind} memory at operation {position} of {operations} "
-            f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
-            "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
-            "workspace_bytes") from exc
+        raise _out_of_memory(device, position, operations, exc) from exc
+
+
+def apply_gate_gathered(backend, device, plan, matrix, state, spare, layout, position: int, operations: int) -> tuple:
+    """apply_gate_plan through qsim.gathered_layout: (state, spare, layout) after the gate, the
+    state held in `layout` before it."""
+    u = device.xp.asarray(plan.matrix) if matrix is None else matrix
+    try:
+        return apply_gathered(lambda x, out: backend.apply_batched(u, x, out), plan, state, spare, layout)
+    except MemoryError as exc:
+        raise _out_of_memory(device, position, operations, exc) from exc
+
+
+def _out_of_memory(device, position: int, operations: int, exc) -> SimulationError:
+    return SimulationError(
+        f"out of {device.kind} memory at operation {position} of {operations} "
+        f"({' '.join(str(exc).split()) or type(exc).__name__}); the run stopped and its half-updated "
+        "state is discarded (an initial_state passed in is unchanged); use fewer qubits or a smaller "
+        "workspace_bytes")
 
 
 class StepTimer:

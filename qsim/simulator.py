@@ -81,16 +81,20 @@ class Simulator:
         workspace = self.backend.workspace.reserved() + measuring
         base = state_bytes + copy_bytes + workspace
         budget = self._require_memory(circuit.n_qubits, copy_bytes, workspace)
-        wants_spare = wants_spare_buffer(self.backend, gate_plans, self.device.on_gpu)
+        # A backend that gathers (qsim.gathered_layout) needs no transposed copy beside a spare buffer.
+        gathers = self.backend.gathers_layout(on_gpu)
+        spare_base = base - copy_bytes if gathers else base
+        wants_spare = gathers or wants_spare_buffer(self.backend, gate_plans, on_gpu)
         mode = self.options.out_of_place
-        fits_spare = base + state_bytes <= budget
+        fits_spare = spare_base + state_bytes <= budget
         if mode is True and not fits_spare:
             raise SimulationError(
                 f"out_of_place=True needs a second {state_bytes / GIB:.2f} GiB state buffer that does not fit"
                 f" ({budget / GIB:.2f} GiB available); use out_of_place='auto' to apply gates in place"
             )
         spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
-        return {"state_bytes": state_bytes, "spare_buffer": spare, "planned_bytes": base + spare * state_bytes,
+        return {"state_bytes": state_bytes, "spare_buffer": spare,
+                "planned_bytes": spare_base + state_bytes if spare else base,
                 "available_bytes": budget, "plans": plans}
 
     def check_fits(self, n_qubits: int) -> None:
@@ -166,7 +170,8 @@ class Simulator:
                  for position, (gate, gate_plan, u) in enumerate(zip(circuit.gates, prepared.plan["plans"],
                                                                      prepared.matrices))]
         bar = tqdm(total=len(circuit.gates), unit="gate", disable=self._progress_disabled(), leave=False)
-        loop = RunLoop(self.backend, self.device, bar, len(circuit.gates), backend_run=own_run)
+        loop = RunLoop(self.backend, self.device, bar, len(circuit.gates), backend_run=own_run,
+                       gathered=self.backend.gathers_layout(self.device.on_gpu))
         state = loop.run(steps, state, scratch)
         return Result(
             n_qubits=circuit.n_qubits, state=state, backend=self.backend.name, device=self.device.name(),

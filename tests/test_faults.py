@@ -26,15 +26,18 @@ def fail_at_gate(monkeypatch, k: int, error: BaseException) -> list:
     """Make the k-th gate applied from now on (0-based, over every run) raise `error`; returns the
     list of gates applied, which grows as they are."""
     applied = []
-    real = qsim.run_loop.apply_plan
 
-    def apply_plan(*args, **kwargs):
-        if len(applied) == k:
-            raise error
-        applied.append(k)
-        return real(*args, **kwargs)
+    def failing(real):
+        def apply(*args, **kwargs):
+            if len(applied) == k:
+                raise error
+            applied.append(k)
+            return real(*args, **kwargs)
+        return apply
 
-    monkeypatch.setattr(qsim.run_loop, "apply_plan", apply_plan)
+    # both routes of a gate: the standard layout's and the CPU's gathered one
+    for route in ("apply_plan", "apply_gathered"):
+        monkeypatch.setattr(qsim.run_loop, route, failing(getattr(qsim.run_loop, route)))
     return applied
 
 

@@ -202,23 +202,23 @@ def test_a_conditioned_gate_stays_after_the_measurement_it_reads(rng):
 # -- fusion by cost -----------------------------------------------------------------------------
 def test_fuse_by_cost_takes_the_cheapest_size_and_its_fused_circuit():
     circuit = qft_circuit(8)
-    per_gate = fuse_by_cost(circuit, lambda gate: 1.0)  # every gate one pass: the widest blocks win
+    per_gate = fuse_by_cost(circuit, lambda targets: 1.0)  # every gate one pass: the widest blocks win
     widest = max(AUTO_FUSION_SIZES)
     assert per_gate.max_qubits == widest
     assert [g.targets for g in per_gate.circuit.gates] == [g.targets for g in fuse(circuit, widest).gates]
     assert per_gate.estimated_cost[widest] == len(fuse(circuit, widest).gates) < per_gate.estimated_cost[1]
     # a cost growing as 4^d makes wide blocks dearer than the gates they replace
-    assert fuse_by_cost(circuit, lambda gate: 4.0 ** len(gate.targets)).max_qubits <= 2
+    assert fuse_by_cost(circuit, lambda targets: 4.0 ** len(targets)).max_qubits <= 2
     np.testing.assert_allclose(dense_state(per_gate.circuit), dense_state(circuit), atol=1e-12)
 
 
 def test_fuse_by_cost_breaks_ties_towards_smaller_blocks_and_skips_measurements(rng):
     # nothing crosses the measurement on qubit 0, so every size gives the same two gates
     circuit = Circuit(3, [haar_gate([0], rng), Measure((0,), (0,)), haar_gate([0], rng)], n_clbits=1)
-    choice = fuse_by_cost(circuit, lambda gate: 1.0, sizes=(3, 1, 2))
+    choice = fuse_by_cost(circuit, lambda targets: 1.0, sizes=(3, 1, 2))
     assert choice.max_qubits == 1 and choice.estimated_cost == {1: 2.0, 2: 2.0, 3: 2.0}
 
 
 def test_fuse_by_cost_needs_a_size():
     with pytest.raises(CircuitError, match="at least one block size"):
-        fuse_by_cost(qft_circuit(3), lambda gate: 1.0, sizes=())
+        fuse_by_cost(qft_circuit(3), lambda targets: 1.0, sizes=())

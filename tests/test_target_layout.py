@@ -116,7 +116,7 @@ def test_the_run_reports_the_transposed_gates_and_needs_no_second_state(rng, mon
 
     monkeypatch.setattr(qsim.apply, "TRANSPOSE_CHUNK_BYTES", 1024)
     gates = [Gate((0, 5), haar_unitary(4, rng)), Gate((1, 2), haar_unitary(4, rng))]
-    simulator = Simulator(device="cpu", progress=False)
+    simulator = Simulator(device="cpu", progress=False, out_of_place=False)  # no spare: no gathering
     plan = simulator.memory_plan(Circuit(8, gates))
     assert plan["planned_bytes"] == plan["state_bytes"] + 1024 + simulator.backend.workspace.reserved()
     result = simulator.run(Circuit(8, gates))

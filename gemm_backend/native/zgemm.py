@@ -1,6 +1,8 @@
 """Native complex128 GEMM: cuBLAS ZGEMM through cupy on the GPU, numpy (BLAS) on the CPU."""
 import numbers
 
+import numpy as np
+
 from ..arrays import array_module, iter_column_chunks, is_gpu_array
 from ..base import DEFAULT_WORKSPACE_BYTES, GemmBackend, as_complex, check_matmul_operands
 from ..errors import BackendError
@@ -75,6 +77,11 @@ class ZgemmBackend(GemmBackend):
         # cuBLAS and numpy go through chunks of the workspace in place or not: a second buffer gains nothing
         return True
 
+    def gathers_layout(self, on_gpu: bool) -> bool:
+        # numpy's GEMM of (L, K) rows is the CPU's fastest gate: scattered targets are gathered
+        # below it instead of a transposed copy and scatter per gate
+        return not on_gpu
+
     def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
         fallback = super().contiguous_gate_passes(k, on_gpu)
         return measured_passes(NATIVE_GPU_PASSES, k, fallback) if on_gpu else fallback
@@ -128,6 +135,10 @@ class ZgemmBackend(GemmBackend):
             self.last_call_info = {"kernel": "small_gate"}
             return
         self.last_call_info = {"kernel": "zgemm"}
+        if not on_gpu and n_right == 1 and not np.may_share_memory(x, out):
+            # straight into out: no result array of the state's size per call
+            np.matmul(x.reshape(n_left, k), u.T, out=out.reshape(n_left, k))
+            return
         # in chunks also out of place: a whole-view matmul may allocate a state-sized result
         # of its own before copying it into out (measured: an out-of-memory at 32 qubits)
         max_columns = self.workspace.rows(16 * k, on_gpu)
