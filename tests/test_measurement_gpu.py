@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gemm_backend.arrays import cupy_module, to_host
-from qsim import SimulationError, measurement, measurement_gpu
+from qsim import SimulationError, measurement_gpu
 from qsim.kernel_modules import KERNEL_DIR
 from qsim.measurement import collapse, measure, outcome_weights
 

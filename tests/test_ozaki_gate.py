@@ -139,7 +139,6 @@ def test_packed_kernel_gives_the_bits_of_the_gate_alone(d, n_tiles, blocks_per_s
     import cupy as cp
 
     from gemm_backend.ozaki.gate import apply_fused_gate
-    from gemm_backend.target_layout import view_layout
 
     k = 1 << d
     plan = plan_products(7, 2 * k)
