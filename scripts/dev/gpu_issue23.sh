@@ -17,7 +17,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
 case ${1:-square} in
 tests)
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki.py tests/test_ozaki_crt.py \
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki.py tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py \
     tests/test_ozaki_gate.py tests/test_span_scan.py tests/test_ozaki_accuracy_contract.py 2>&1 \
     | tee "$out/gpu_tests.log" | tail -8
   ;;
