@@ -16,6 +16,11 @@ CRT_MODULI = range(8, 21)  # int8-crt-<m>: M = 2^64 .. 2^156, bound ~1e-8 .. 1e-
 GAUSSIAN_MODULI = range(8, 23)  # int8-gcrt-<m>: M = 2^62 .. 2^152 (every Gaussian modulus below 256)
 
 
+def moduli_counts(gaussian: bool) -> range:
+    """The numbers of moduli an Ozaki-II plan may take: GAUSSIAN_MODULI or CRT_MODULI."""
+    return GAUSSIAN_MODULI if gaussian else CRT_MODULI
+
+
 # -- options: how each is written as text, and its command-line flag ---------------------------
 def _read_bool(text: str) -> bool:
     lowered = text.strip().lower()
@@ -143,7 +148,7 @@ def _entry(name: str) -> BackendEntry:
     match = _INT8_CRT.fullmatch(name)
     if match:
         gaussian, moduli = bool(match.group(1)), int(match.group(2))
-        span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+        span = moduli_counts(gaussian)
         if moduli not in span:
             raise BackendError(f"backend {name!r}: the number of moduli must be in {span.start}..{span.stop - 1}")
         kind = "Gaussian moduli" if gaussian else "moduli"

@@ -65,10 +65,9 @@ def host_scales(kernels, rows, bits):
 
 def plan_tables(plan, is_complex: bool = True) -> dict:
     """The tables crt_backend._device_tables puts on the device, on the host; "inverse" as
-    _gpu_reconstruct passes it (re_inverse for Gaussian moduli's two products)."""
-    names = {"p": "p", "inverse": "re_inverse" if plan.parts(is_complex) == 2 else "inverse",
-             "im_inverse": "im_inverse", "root": "root", "partial_limbs": "partial_limbs",
-             "product_limbs": "product_limbs"}
+    _gpu_reconstruct passes it (CrtLayout.inverse_table)."""
+    names = {"p": "p", "inverse": CrtLayout(plan, 1, is_complex).inverse_table, "im_inverse": "im_inverse",
+             "root": "root", "partial_limbs": "partial_limbs", "product_limbs": "product_limbs"}
     return {key: np.ascontiguousarray(getattr(plan, name)) for key, name in names.items()}
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..arrays import array_module
 from ..errors import BackendError
-from ..registry import CRT_MODULI, GAUSSIAN_MODULI
+from ..registry import CRT_MODULI, moduli_counts
 
 MAX_INNER = (2**31 - 1) // 128**2  # 131071: k * 128 * 128 stays below 2^31 (int32 products exact)
 SCALE_BITS = 16  # row bounds use 16-bit ceilings of |x| / 2^e: q <= 2^16, sums of 2 MAX_INNER q^2 < 2^53
@@ -141,7 +141,7 @@ class CrtPlan:
 
 @functools.lru_cache(maxsize=None)
 def crt_plan(n_moduli: int, gaussian: bool = False) -> CrtPlan:
-    span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+    span = moduli_counts(gaussian)
     if n_moduli not in span:
         raise BackendError(f"the number of {'Gaussian ' if gaussian else ''}moduli must be in "
                            f"{span.start}..{span.stop - 1}, got {n_moduli}")

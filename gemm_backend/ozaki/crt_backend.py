@@ -29,7 +29,7 @@ from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_sca
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
-from ..registry import CRT_MODULI, GAUSSIAN_MODULI
+from ..registry import moduli_counts
 
 SCHEME = "ozaki2"
 TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows
@@ -58,6 +58,13 @@ class CrtLayout:
     @property
     def parts(self) -> int:
         return self.plan.parts(self.is_complex)
+
+    @property
+    def inverse_table(self) -> str:
+        """The CrtPlan table that multiplies the first combination of a modulus's products in the
+        reconstruction: re_inverse (y_l / 2, of P+ + P-) for Gaussian moduli's two products, else
+        inverse (y_l, of P1 or P1 - P2)."""
+        return "re_inverse" if self.parts == 2 else "inverse"
 
     @property
     def outputs(self) -> int:
@@ -120,7 +127,7 @@ class OzakiCrtBackend(GemmBackend):
 
     def __init__(self, moduli, gaussian: bool = False, workspace_bytes: Optional[int] = None):
         super().__init__(workspace_bytes)
-        span = GAUSSIAN_MODULI if gaussian else CRT_MODULI
+        span = moduli_counts(gaussian)
         if isinstance(moduli, bool) or not isinstance(moduli, (int, np.integer)) or int(moduli) not in span:
             raise BackendError(f"moduli must be an integer in {span.start}..{span.stop - 1}, got {moduli!r}")
         self.plan = crt_plan(int(moduli), bool(gaussian))
@@ -316,7 +323,7 @@ def _gpu_reconstruct(layout: CrtLayout, products, a_scales, b_scales, out, table
     rows, cols = a_scales.size, b_scales.size
     launch_per_element(_module().get_function("crt_reconstruct"), rows * cols, (
         products, cp.int64(rows), cp.int32(cols), cp.int32(layout.parts), cp.int32(layout.plan.count),
-        tables["p"], tables["re_inverse" if layout.parts == 2 else "inverse"], tables["im_inverse"],
+        tables["p"], tables[layout.inverse_table], tables["im_inverse"],
         cp.int32(layout.plan.limbs), tables["partial_limbs"],
         tables["product_limbs"], a_scales, b_scales, out, cp.int64(row_stride(out))))
 

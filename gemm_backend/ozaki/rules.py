@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arrays import array_module, is_gpu_array, iter_column_chunks, to_host
 from ..errors import BackendError
-from ..registry import CRT_MODULI, GAUSSIAN_MODULI, INT8_SPLITS
+from ..registry import CRT_MODULI, GAUSSIAN_MODULI, INT8_SPLITS, moduli_counts
 from .bound import (
     check_target,
     choose_plan,
@@ -271,8 +271,9 @@ class Fp64Rule(SplitRule):
         # span 0: relative to ||u_i|| ||x||; GATE_COST_ROWS state columns for the cost model
         choice = _cheapest_ozaki2(k, 0.0, fp64_budget(2 * k), (GATE_COST_ROWS, k, k, True))
         if choice is None:
-            raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli meets the FP64 contract "
-                               f"at K = {k}; use large_gates='ozaki1'")
+            raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli (or "
+                               f"{GAUSSIAN_MODULI.stop - 1} Gaussian ones) meets the FP64 contract at K = {k}; "
+                               "use large_gates='ozaki1'")
         return Choice(OZAKI2, moduli=choice.moduli, gaussian=choice.gaussian,
                       info={"estimate": crt_error(choice.moduli, k, choice.gaussian)})
 
@@ -343,10 +344,9 @@ def _cheapest_ozaki2(k: int, span_bits: float, budget: float, shape: tuple):
     budget at span_bits, on the kind of moduli the cost model finds cheaper for shape (m, k, n,
     is_complex): Gaussian ones only pay off for complex products (two INT8 products per modulus
     against three); None when neither kind meets the budget."""
-    kinds = [(False, CRT_MODULI)] + ([(True, GAUSSIAN_MODULI)] if shape[3] else [])
     best = None
-    for gaussian, candidates in kinds:
-        moduli = crt_moduli(k, span_bits, budget, candidates, gaussian)
+    for gaussian in (False, True) if shape[3] else (False,):
+        moduli = crt_moduli(k, span_bits, budget, moduli_counts(gaussian), gaussian)
         if moduli is not None:
             seconds = ozaki2_seconds(moduli, *shape, gaussian=gaussian)
             if best is None or seconds < best.info["model_s"]:
