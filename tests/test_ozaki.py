@@ -406,15 +406,14 @@ def test_large_gates_on_ozaki2(target_error, rng):
 def test_large_gates_option(rng):
     u = seed_paper_matrix(rng, (128, 128), 1.0, True)
     x = seed_paper_matrix(rng, (2, 128, 1), 1.0, True)
-    for large_gates in ("ozaki1", None):  # the default takes Ozaki-I below K = 256 (measured faster)
+    for large_gates in ("ozaki1", None):  # the default takes Ozaki-I up to K = 256 (more accurate at K = 256)
         backend = gemm_backend.get("int8-auto", large_gates=large_gates)
         backend.apply_batched(u, x, np.empty_like(x))
         assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
     assert backend.large_gates == "auto"
     backend.apply_batched(seed_paper_matrix(rng, (256, 256), 1.0, True), seed_paper_matrix(rng, (1, 256, 2), 1.0, True),
                           np.empty((1, 256, 2), complex))
-    info = backend.last_call_info  # from K = 256 Ozaki-II, on ordinary moduli there (the cost model's choice)
-    assert info["scheme"] == "ozaki2" and not info["gaussian"]
+    assert backend.last_call_info["kernel"] == "tiles" and "splits" in backend.last_call_info
     big = seed_paper_matrix(rng, (512, 512), 1.0, True)
     x_big = seed_paper_matrix(rng, (1, 512, 2), 1.0, True)
     backend.apply_batched(big, x_big, np.empty((1, 512, 2), complex))

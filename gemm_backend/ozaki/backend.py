@@ -39,7 +39,7 @@ from .span_scan import scan_gpu
 from .split import bits_per_slice, row_exponents
 from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply, steps, tile_sizes
 
-OZAKI2_FROM_K = 256  # large_gates="auto": Ozaki-II from this gate size (module docstring)
+OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 TYPICAL_DIGIT_PAIRS = 43  # digit products of a default gate plan (8-9 x 8 digits, diagonals to 10), for gate_passes
 # works_in_place answers before any gate's plan exists (the simulator sizes its buffers from it),
 # so it asks plan_launch about a plan of this many digits per operand: within every limit of the
