@@ -7,6 +7,7 @@ its normwise error is at most CONTRACT_FACTOR times numpy's, where a numpy error
 roundoff (products it happens to get exact) counts as the unit roundoff: an answer correctly
 rounded to float64 may be u off, whatever numpy got."""
 import math
+from dataclasses import astuple
 
 import numpy as np
 import pytest
@@ -15,11 +16,13 @@ import gemm_backend
 from circuits import brickwork, haar_unitary
 from gemm_backend.doubledouble import matmul_dd, two_sum
 from gemm_backend.ozaki.contract import fp64_budget, fp64_product_budget
-from gemm_backend.ozaki.spans import product_spans, summarize_spans
-from gemm_backend.ozaki.cost import ozaki1_seconds, ozaki2_seconds
+from gemm_backend.ozaki.spans import ProductSpans, product_spans, summarize_spans
+from gemm_backend.ozaki import rules
+from gemm_backend.ozaki.contract import matmul_error_model
+from gemm_backend.ozaki.cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_seconds
 from gemm_backend.ozaki.gate import embedded_gate_rows
 from gemm_backend.ozaki.plan import plan_products
-from gemm_backend.ozaki.split import row_exponents
+from gemm_backend.ozaki.split import bits_per_slice, row_exponents
 from qsim import Simulator
 from qsim.accuracy import accuracy_report
 from qsim.reference import reference_state
@@ -188,6 +191,55 @@ def test_span_model_covers_the_measured_spans(family, k, rng):
         for estimate, scale in ((spans.exponents, exponent_scale), (spans.norms, norm_scale)):
             measured = float(np.log2(scale / magnitude).max())
             assert measured - 2 <= estimate <= measured + (20 if k == 8 else 10), (power, estimate, measured)
+
+
+def full_search_choice(a_summary, b_summary, shape):
+    """matmul_choice's scheme and counts as the full comparison makes them: every span searched,
+    the cheapest Ozaki-I plan and the fewest moduli both modelled, the cheaper one taken."""
+    m, k, n, _ = shape
+    inner = 2 * k
+    budget = fp64_product_budget(inner)
+    spans = product_spans(a_summary, b_summary, 2, power=2)
+    least = rules._least_spans(inner)
+    spans = ProductSpans(*(max(value, floor) for value, floor in zip(astuple(spans), astuple(least))))
+    ozaki1 = rules._cheapest_ozaki1(matmul_error_model(a_summary, b_summary, spans, bits_per_slice(inner)),
+                                    inner, budget)
+    ozaki2 = rules._cheapest_ozaki2(k, spans.norms, budget, shape)
+    ozaki1_s = None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, True)
+    if ozaki2 is not None and (ozaki1_s is None or ozaki2.info["model_s"] < ozaki1_s):
+        return ("ozaki2", ozaki2.moduli, ozaki2.gaussian)
+    return ("ozaki1", ozaki1.plan) if ozaki1.plan is not None else (None,)
+
+
+@pytest.mark.parametrize("family", ["phi=0.1", "phi=1.0", "phi=2.0", "phi=4.0", "normal"])
+@pytest.mark.parametrize("k", [64, 512, 4096])
+@pytest.mark.parametrize("rows", [64, 8192])
+def test_matmul_choice_skips_only_what_cannot_win(family, k, rows, rng):
+    """matmul_choice stops after the norms' span when Ozaki-I's floor exceeds Ozaki-II's time;
+    it must choose exactly what the full search chooses (shapes from 64 to 8192 rows: the cost
+    model sees the shape, the spans come from a sample of rows)."""
+    a, b = draw(rng, (24, k), family), draw(rng, (k, 20), family)
+    a_rows = a.view(np.float64)
+    b_rows = np.ascontiguousarray(embedded_gate_rows(np.ascontiguousarray(b.T))[0::2])
+    summaries = [summarize_spans(x, row_exponents(x, bits_per_slice(2 * k))[0]) for x in (a_rows, b_rows)]
+    shape = (rows, k, rows, True)
+    choice = gemm_backend.get("int8-auto").split_rule.matmul_choice(rows, k, rows, True,
+                                                                     {"a": summaries[0], "b": summaries[1]})
+    made = ("ozaki2", choice.moduli, choice.gaussian) if choice.scheme == "ozaki2" else \
+        (("ozaki1", choice.plan) if choice.plan is not None else (None,))
+    assert made == full_search_choice(*summaries, shape)
+
+
+def test_ozaki1_floor_is_below_every_plan_with_as_many_pairs():
+    shapes = [(8192, 8192, 8192, True), (64, 4096, 64, True), (1 << 20, 32, 32, True), (300, 500, 700, False)]
+    for s_a in range(2, 19, 4):
+        for s_b in range(2, 19, 5):
+            for top in (max(s_a, s_b) + 1, s_a + s_b):
+                for m, k, n, is_complex in shapes:
+                    plan = plan_products(s_a, (2 if is_complex else 1) * k, s_b, top)
+                    floor = ozaki1_floor_seconds(plan.pairs, m, k, n, is_complex)
+                    assert 0 < floor <= ozaki1_seconds(plan, m, k, n, is_complex)
+                    assert floor < ozaki1_floor_seconds(plan.pairs + 1, m, k, n, is_complex)
 
 
 # -- gates: planned from the gate alone --------------------------------------------------------

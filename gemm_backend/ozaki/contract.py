@@ -152,9 +152,8 @@ class ErrorModel:
         squares = (self.pair * np.ldexp(1.0, -b * (p[:, None] + p[None, :]))) ** 2
         diagonal = p[:, None] + p[None, :]
         # beyond[s_a - 1, s_b - 1, T]: sum of squares over p <= s_a, q <= s_b, p + q > T
-        beyond = np.empty((MAX_DIGITS, MAX_DIGITS, 2 * MAX_DIGITS + 1))
-        for top in range(2 * MAX_DIGITS + 1):
-            beyond[:, :, top] = np.where(diagonal > top, squares, 0.0).cumsum(axis=0).cumsum(axis=1)
+        tops = np.arange(2 * MAX_DIGITS + 1)
+        beyond = np.where(diagonal[:, :, None] > tops, squares[:, :, None], 0.0).cumsum(axis=0).cumsum(axis=1)
         s_a, s_b, top = candidates[:, 0], candidates[:, 1], candidates[:, 2]
         total = (self.trunc_a * np.ldexp(1.0, -b * s_a)) ** 2 + (self.trunc_b * np.ldexp(1.0, -b * s_b)) ** 2 \
             + beyond[s_a - 1, s_b - 1, top]

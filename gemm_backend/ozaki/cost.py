@@ -45,6 +45,14 @@ def ozaki1_seconds(plan: ProductPlan, m: int, k: int, n: int, is_complex: bool) 
     return gemms + plan.pairs * elements * OZAKI1_ELEMENT_PAIR_SECONDS
 
 
+def ozaki1_floor_seconds(pairs: int, m: int, k: int, n: int, is_complex: bool) -> float:
+    """A floor of ozaki1_seconds over every plan with at least `pairs` digit pairs, whatever its
+    grouping: its GEMMs at the full INT8 rate (an infinite inner size) plus its element passes."""
+    width = 2 if is_complex else 1
+    elements = (m * k + k * n + m * n) * (1 if is_complex else 0.5)
+    return pairs * (2.0 * m * (width * k) * (width * n) / INT8_OPS_PER_SECOND + elements * OZAKI1_ELEMENT_PAIR_SECONDS)
+
+
 def ozaki2_seconds(moduli: int, m: int, k: int, n: int, is_complex: bool, gaussian: bool = False) -> float:
     """Modelled time of int8-crt-<moduli> (int8-gcrt-<moduli> when gaussian) for (m, k) @ (k, n)."""
     products, per_element = ((2 if gaussian else 3), 1.0) if is_complex else (1, 0.5)

@@ -16,6 +16,8 @@ Every rule answers a matmul from the statistics its scan gathers (new_statistics
 gate from the gate (gate_choice), with a Choice: Ozaki-I with a plan, Ozaki-II with a number of
 moduli, or the native product.
 """
+import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,13 +36,13 @@ from .bound import (
     worst_case_columns,
 )
 from .contract import crt_error, crt_moduli, fp64_budget, fp64_product_budget, gate_error_model, matmul_error_model
-from .cost import ozaki1_seconds, ozaki2_seconds
+from .cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_seconds
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
 from .crt_backend import SCHEME as OZAKI2_SCHEME
 from .gate import embedded_gate_rows
 from .plan import ProductPlan, plan_products
-from .spans import merge_spans, product_spans, summarize_spans
+from .spans import ProductSpans, merge_spans, span_model, summarize_spans
 from .state_histogram import state_histogram, takes_view
 from .split import add_needed_bits_histogram, bits_per_slice, choose_splits, new_histogram, row_exponents
 
@@ -234,24 +236,33 @@ class Fp64Rule(SplitRule):
     def matmul_choice(self, m, k, n, is_complex, statistics) -> Choice:
         """The cheaper (cost.py) of the cheapest Ozaki-I plan and the fewest moduli that meet the
         contract, from the scan's SpanSummaries; info: "estimate" (the modelled error relative to
-        T_ij, contract.py), "span_bits" (the operands' estimated span) and "model_s" (the cost model's seconds
-        of the cheapest plan of each scheme that meets the contract, None where none does)."""
+        T_ij, contract.py), "span_bits" (the operands' estimated span) and "model_s" (the cost
+        model's seconds of the cheapest plan of each scheme that meets the contract, None where
+        none does; for Ozaki-I, where its floor already exceeds Ozaki-II's time, that floor under
+        "ozaki1_floor" in place of "ozaki1")."""
         width = 2 if is_complex else 1
         inner = width * k
-        spans = product_spans(statistics["a"], statistics["b"], width, power=2)
-        if spans is None:  # a zero operand: every plan gives exact zeros, take the smallest
+        model = span_model(statistics["a"], statistics["b"], width, power=2)
+        if model is None:  # a zero operand: every plan gives exact zeros, take the smallest
             first = plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS))[0]
             return Choice(OZAKI1, plan_products(first[0], inner, first[1], first[2]), info={"estimate": 0.0})
         budget = fp64_product_budget(inner)
+        norm_span = model.span(True, True)
+        ozaki2 = _cheapest_ozaki2(k, norm_span, budget, (m, k, n, is_complex))
+        if ozaki2 is not None:
+            floor = _ozaki1_floor_seconds(statistics["a"], statistics["b"], budget, (m, k, n, is_complex))
+            if floor > ozaki2.info["model_s"]:  # no Ozaki-I plan can be cheaper: its spans need not be searched
+                return _ozaki2_choice(ozaki2, k, norm_span, {OZAKI2: ozaki2.info["model_s"], "ozaki1_floor": floor})
+        least = _least_spans(inner)
+        spans = ProductSpans(max(model.span(False, False), least.exponents),
+                             max(model.span(False, True), least.a_exponent_b_norm),
+                             max(model.span(True, False), least.a_norm_b_exponent), max(norm_span, least.norms))
         ozaki1 = _cheapest_ozaki1(matmul_error_model(statistics["a"], statistics["b"], spans, bits_per_slice(inner)),
                                   inner, budget)
-        ozaki2 = _cheapest_ozaki2(k, spans.norms, budget, (m, k, n, is_complex))
         seconds = {OZAKI1: None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, is_complex),
                    OZAKI2: None if ozaki2 is None else ozaki2.info["model_s"]}
         if ozaki2 is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
-            estimate = crt_error(ozaki2.moduli, k, ozaki2.gaussian) * 2.0**spans.norms
-            return Choice(OZAKI2, moduli=ozaki2.moduli, gaussian=ozaki2.gaussian,
-                          info={"estimate": estimate, "span_bits": spans.norms, "model_s": dict(seconds)})
+            return _ozaki2_choice(ozaki2, k, norm_span, seconds)
         if ozaki1.plan is None:
             return NATIVE
         return Choice(OZAKI1, ozaki1.plan, info={"estimate": ozaki1.info["estimate"], "span_bits": spans.exponents,
@@ -354,11 +365,45 @@ def _cheapest_ozaki2(k: int, span_bits: float, budget: float, shape: tuple):
     return best
 
 
+def _ozaki2_choice(ozaki2: Choice, k: int, norm_span: float, seconds: dict) -> Choice:
+    """matmul_choice's Ozaki-II Choice, its info completed."""
+    estimate = crt_error(ozaki2.moduli, k, ozaki2.gaussian) * 2.0**norm_span
+    return Choice(OZAKI2, moduli=ozaki2.moduli, gaussian=ozaki2.gaussian,
+                  info={"estimate": estimate, "span_bits": norm_span, "model_s": dict(seconds)})
+
+
+def _least_spans(inner: int) -> ProductSpans:
+    """The spans no product of real inner size `inner` goes below (_ozaki1_floor_seconds)."""
+    return ProductSpans(-0.5 * math.log2(inner), 0.0, 0.0, 0.0)
+
+
+def _ozaki1_floor_seconds(a, b, budget: float, shape: tuple) -> float:
+    """A floor of the modelled seconds of every Ozaki-I plan that can meet budget for the product
+    of shape (m, k, n, is_complex) with operands summarised by a and b (SpanSummary): the error
+    model grows with each span, and no span is below its provable least (T_ij is at most
+    sqrt(inner) 2^e_i 2^f_j, and at most ||a_i|| ||b_j||, 2^e_i ||b_j||, ||a_i|| 2^f_j), so
+    the fewest pairs meeting budget at those least spans bound every passing plan's pairs;
+    inf when no plan meets it even there."""
+    m, k, n, is_complex = shape
+    inner = (2 if is_complex else 1) * k
+    fewest = _cheapest_ozaki1(matmul_error_model(a, b, _least_spans(inner), bits_per_slice(inner)), inner, budget)
+    return math.inf if fewest.plan is None else ozaki1_floor_seconds(fewest.plan.pairs, m, k, n, is_complex)
+
+
+@functools.lru_cache(maxsize=None)
+def _candidate_array(inner: int) -> np.ndarray:
+    """bound.plan_candidates over INT8_SPLITS as a read-only (c, 3) int array (made once: the
+    conversion costs the host more than the search over it)."""
+    candidates = np.array(plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS)))
+    candidates.setflags(write=False)
+    return candidates
+
+
 def _cheapest_ozaki1(model, inner: int, budget: float) -> Choice:
     """The Ozaki-I plan with the fewest digit pairs (then digits, then T) whose modelled error
     meets budget (relative to the scale of the model; info: "estimate"), or the native product
     when no plan does."""
-    candidates = np.array(plan_candidates(inner, tuple(INT8_SPLITS), tuple(INT8_SPLITS)))
+    candidates = _candidate_array(inner)
     estimates = model.estimates(candidates)
     passing = np.flatnonzero(estimates <= budget)
     if passing.size == 0:

@@ -109,17 +109,37 @@ def product_spans(a: SpanSummary, b: SpanSummary, parts: int = 1, power: int = 1
     S_ij = sum_l |a_il b_lj|; power 2: relative to T_ij = (sum_l |a_il b_lj|^2)^(1/2), the same
     model applied to the squared terms (T_ij^2 is their sum), halved. The meeting bound holds
     for both: each is at least its largest term."""
+    model = span_model(a, b, parts, power)
+    if model is None:
+        return None
+    return ProductSpans(model.span(False, False), model.span(False, True), model.span(True, False),
+                        model.span(True, True))
+
+
+def span_model(a: SpanSummary, b: SpanSummary, parts: int = 1, power: int = 1):
+    """The SpanModel of A B (product_spans' arguments), or None when the product is exactly zero."""
     if a.empty or b.empty:
         return None
-    tail = _DeviationTail(a, b, power)
-    entries = a.rows * b.rows * parts
-    spans = [tail.largest_span(_center_pmf(ca, cb), entries) / power
-             for ca, cb in ((a.centers, b.centers), (a.centers, b.norm_centers),
-                            (a.norm_centers, b.centers), (a.norm_centers, b.norm_centers))]
-    meeting = _meeting_span(a, b, entries)
-    log_a, log_b = math.log2(a.norm), math.log2(b.norm)
-    return ProductSpans(min(spans[0], meeting), min(spans[1], meeting + log_b), min(spans[2], meeting + log_a),
-                        min(spans[3], meeting + log_a + log_b))
+    return SpanModel(a, b, parts, power)
+
+
+class SpanModel:
+    """product_spans' four spans one at a time, each computed when first asked for: the norms'
+    span alone decides an Ozaki-II plan, and each span costs a search on the host."""
+
+    def __init__(self, a: SpanSummary, b: SpanSummary, parts: int, power: int):
+        self.a, self.b, self.power = a, b, power
+        self.tail = _DeviationTail(a, b, power)
+        self.entries = a.rows * b.rows * parts
+        self.meeting = _meeting_span(a, b, self.entries)
+
+    def span(self, a_norm: bool, b_norm: bool) -> float:
+        """The span relative to scale (a_i's norm or 2^e_i) times (b_j's norm or 2^f_j), in bits."""
+        a_centers = self.a.norm_centers if a_norm else self.a.centers
+        b_centers = self.b.norm_centers if b_norm else self.b.centers
+        met = self.meeting + (math.log2(self.a.norm) if a_norm else 0.0) + (math.log2(self.b.norm) if b_norm else 0.0)
+        modelled = self.tail.largest_span(_center_pmf(a_centers, b_centers), self.entries, self.power * met)
+        return min(modelled / self.power, met)
 
 
 def _meeting_span(a: SpanSummary, b: SpanSummary, entries: int) -> float:
@@ -169,18 +189,21 @@ class _DeviationTail:
         self.inner = a.inner
         self._cache = {}
 
-    def log_probability(self, x: int) -> float:
+    def log_probabilities(self, xs: list) -> list:
         """Chernoff: for every t > 0, P(0 < S' < s) <= e^t E[e^(-t S'/s)] - P(S' = 0)
         = e^t ((z + (1 - z) M)^n - z^n), z the zero probability, M the nonzero terms' transform;
-        the best t of _T_GRID, in logs (cached per integer x, s = 2^-x)."""
-        if x not in self._cache:
+        the best t of _T_GRID, in logs, for each integer x of xs (s = 2^-x; cached per x, the
+        missing ones computed together)."""
+        missing = sorted({x for x in xs if x not in self._cache})
+        if missing:
             with np.errstate(over="ignore", invalid="ignore"):  # huge terms: e^-inf = 0, as they should
-                self._cache[x] = self._log_probability(x)
-        return self._cache[x]
+                self._cache.update(zip(missing, self._log_probabilities(np.array(missing, np.float64)).tolist()))
+        return [self._cache[x] for x in xs]
 
-    def _log_probability(self, x: int) -> float:
-        scaled = np.exp2(self.log2_terms + x)  # terms over the threshold
-        log_nonzero = _logsumexp(self.log_pmf[None, :] - _T_GRID[:, None] * scaled[None, :])  # log (1-z) M
+    def _log_probabilities(self, xs: np.ndarray) -> np.ndarray:
+        scaled = np.exp2(self.log2_terms[None, :] + xs[:, None])  # (x, term): terms over the threshold
+        # log (1-z) M, (x, t)
+        log_nonzero = _logsumexp(self.log_pmf[None, None, :] - _T_GRID[None, :, None] * scaled[:, None, :])
         n = self.inner
         if self.zero == 0.0:
             bound = _T_GRID + n * log_nonzero
@@ -193,37 +216,44 @@ class _DeviationTail:
             tail = np.where(log_ratio < -30.0, math.log(n) + log_ratio,
                             grow + np.log(-np.expm1(-np.maximum(grow, 1e-300))))
             bound = _T_GRID + n * log_z + tail
-        return float(min(0.0, bound.min()))
+        return np.minimum(0.0, bound.min(axis=1))
 
-    def largest_span(self, centers: tuple, entries: int) -> float:
+    def largest_span(self, centers: tuple, entries: int, ceiling: float = math.inf) -> float:
         """The smallest integer L such that entries * P(span > L) <= BEYOND_SPAN_ENTRIES, where an
         entry's span is power (c_i + c_j) + (the span of S'), c_i + c_j drawn from `centers`
-        (L is in bits of the power-th sum: the caller divides by power)."""
+        (L is in bits of the power-th sum: the caller divides by power), or any value above
+        `ceiling` when L is (a caller that takes the smaller of L and a ceiling needs no more)."""
         values, probabilities = centers
         offsets = [self.power * int(v) for v in values]  # host floats and ints: this runs per call, on the host
         log_weights = np.log(probabilities).tolist()
         limit = math.log(BEYOND_SPAN_ENTRIES / entries)
         low = int(min(offsets) - self.log2_terms.max() - math.ceil(math.log2(self.inner)) - 1)  # S' <= n max term
 
-        def rare(span: int) -> bool:  # P(span > L) falls as L grows: a galloping then a binary search
-            logs = [w + self.log_probability(span - v) for w, v in zip(log_weights, offsets)]
+        def rare(span: int) -> bool:  # P(span > L) falls as L grows: a binary search finds the first rare L
+            logs = [w + p for w, p in zip(log_weights, self.log_probabilities([span - v for v in offsets]))]
             top = max(logs)
             return top == -math.inf or top + math.log(sum(math.exp(x - top) for x in logs)) <= limit
 
         if rare(low):
             return float(low)
-        step = 1
-        while not rare(low + step):
-            low, step = low + step, 2 * step
-        high = low + step  # rare(high), not rare(low)
-        while high - low > 1:
+        if ceiling < math.inf:  # bracket by the ceiling: past it, the answer does not matter
+            high = max(low + 1, math.ceil(ceiling))
+            if not rare(high):
+                return math.inf
+        else:  # gallop to a rare L
+            step = 1
+            while not rare(low + step):
+                low, step = low + step, 2 * step
+            high = low + step
+        while high - low > 1:  # rare(high), not rare(low)
             middle = (low + high) // 2
             low, high = (low, middle) if rare(middle) else (middle, high)
         return float(high)
 
 
 def _logsumexp(x: np.ndarray) -> np.ndarray:
-    top = x.max(axis=1)
+    """log sum exp over the last axis, -inf where every term is -inf."""
+    top = x.max(axis=-1)
     finite = np.isfinite(top)
     safe = np.where(finite, top, 0.0)
-    return np.where(finite, safe + np.log(np.exp(x - safe[:, None]).sum(axis=1)), -np.inf)
+    return np.where(finite, safe + np.log(np.exp(x - safe[..., None]).sum(axis=-1)), -np.inf)
