@@ -1,7 +1,8 @@
 """int8-auto's per-call costs beside its product, on the GPU, each a median of CUDA-event times
 in one process:
 
-  matmul  square complex n^3 at phi = 1 (the seed paper's inputs): cublas, int8-auto, the scan
+  matmul  square complex n^3 at phi = 1 (the seed paper's inputs): cublas, int8-auto (repeated
+          calls: the product beside the scan, overlap.py) and without a guess, the scan
           alone (span_scan.scan_gpu), the host's plan choice alone (matmul_choice, wall time),
           and the Ozaki-II product int8-auto chose, alone (int8-gcrt-<m> / int8-crt-<m>)
   rho     the rho rule's statistics of an N-qubit state for d-qubit gates at a few first
@@ -18,6 +19,7 @@ import cupy as cp
 import numpy as np
 
 import gemm_backend
+from gemm_backend.ozaki.overlap import Ozaki2Guesses
 from gemm_backend.ozaki.span_scan import scan_gpu
 from gemm_backend.ozaki.split import bits_per_slice
 from gemm_backend.ozaki.state_histogram import state_histogram
@@ -28,6 +30,12 @@ def seed_paper(rng, n: int, phi: float):
     def part():
         return (rng.random((n, n)) - 0.5) * cp.exp(phi * rng.standard_normal((n, n)))
     return part() + 1j * part()
+
+
+def unguessed(auto, a, b):
+    """int8-auto's matmul without a guess from an earlier call (overlap.py): the plain path."""
+    auto._ozaki2_guesses = Ozaki2Guesses()
+    return auto.matmul(a, b)
 
 
 def matmul_rows(n: int, phi: float, repeats: int) -> list:
@@ -47,6 +55,8 @@ def matmul_rows(n: int, phi: float, repeats: int) -> list:
     rows = [{"what": "cublas", "ms": 1e3 * median_time(lambda: cp.matmul(a, b), True, repeats)},
             {"what": f"int8-auto ({chosen or info['scheme']})",
              "ms": 1e3 * median_time(lambda: auto.matmul(a, b), True, repeats)},
+            {"what": "int8-auto, no guess (first call of a shape)",
+             "ms": 1e3 * median_time(lambda: unguessed(auto, a, b), True, repeats)},
             {"what": "scan alone", "ms": 1e3 * median_time(lambda: scan_gpu(a.view(cp.float64), b, 2, bits), True, repeats)},
             {"what": "host choice alone", "ms": 1e3 * float(np.median(choice_s))}]
     if chosen:
