@@ -131,8 +131,9 @@ def test_gpu_counts_a_large_state_of_one_magnitude(k, rng):
     flushes, many times over."""
     import cupy as cp
 
-    signs = cp.asarray(rng.integers(0, 4, 1 << 26, dtype=np.int8))
-    state = (0.75 - 1.5 * (signs & 1)) + 1j * (0.75 - 1.5 * (signs >> 1))
+    signs = cp.asarray(rng.integers(0, 2, 2 << 26, dtype=np.int8)).astype(cp.float64)
+    state = (0.75 - 1.5 * signs).view(cp.complex128)  # parts re, im, re, ...
+    assert state.dtype == cp.complex128 and state.size == 1 << 26
     got = cp.asnumpy(state_histogram(state.reshape(-1, k, 4))).astype(np.int64)
     expected = np.zeros_like(got)
     expected[54] = 2 << 26
