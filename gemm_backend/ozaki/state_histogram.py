@@ -15,7 +15,11 @@ from .gate import DIGIT_BITS, FUSED_DIMS  # the fused kernel's digit width and s
 from .split import new_histogram
 
 _WARPS = 8
-_BLOCKS_PER_SM = 2
+# Blocks per multiprocessor by K, all resident at once (the grid is persistent): the kernel's
+# __launch_bounds__ caps its registers at 65536 / (256 blocks) = 64, 80, 128 for 4, 3, 2 blocks
+# (ptxas, sm_90: K <= 16 use 34-51 registers, K = 32 72, K = 64 109, none spills). More warps
+# keep more loads in flight.
+_BLOCKS_PER_SM = {2: 4, 4: 4, 8: 4, 16: 4, 32: 3, 64: 2}
 _COLUMNS_PER_WARP = 8
 
 
@@ -34,7 +38,7 @@ def state_histogram(x):
     k = x.shape[1]
     histogram, flag = new_histogram(cp), cp.zeros(1, cp.int32)
     n_columns = flat.size // k
-    blocks = persistent_blocks(-(-n_columns // (_COLUMNS_PER_WARP * _WARPS)), _BLOCKS_PER_SM)
+    blocks = persistent_blocks(-(-n_columns // (_COLUMNS_PER_WARP * _WARPS)), _BLOCKS_PER_SM[k])
     _kernel(k)((blocks,), (32 * _WARPS,), (flat, cp.int64(n_columns), cp.uint64(pack_targets(targets)), histogram, flag))
     if int(flag[0]):
         raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
@@ -43,5 +47,5 @@ def state_histogram(x):
 
 @functools.lru_cache(maxsize=None)
 def _kernel(k: int):
-    name = f"state_needed_bits<{k}>"
+    name = f"state_needed_bits<{k}, {_BLOCKS_PER_SM[k]}>"
     return raw_module("state_histogram.cu", [name]).get_function(name)
