@@ -168,8 +168,11 @@ def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed:
     shots = int(settings["shots"])
     data, metadata = {}, {}
     if circuit.is_dynamic:
+        def fuse_run(gates):  # a branch's gates between measurements, fused as the whole circuit was
+            return fuse_for_backend(gates, settings["fusion_max_qubits"], simulator.backend, simulator.device.on_gpu)[0]
+
         branched = run_branches(simulator, fused, shots, seed, max_states=settings["max_branch_states"],
-                                keep_final_state=settings["statevector"])
+                                keep_final_state=settings["statevector"], fuse=fuse_run)
         memory = np.array([hex(bits) for bits in branched.memory], dtype=object)
         final_state, run = branched.final_state, None
         data.update({label: qiskit_value(_kind(fused, label), value, qc.num_qubits)

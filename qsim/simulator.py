@@ -93,7 +93,7 @@ class Simulator:
                 f" ({budget / GIB:.2f} GiB available); use out_of_place='auto' to apply gates in place"
             )
         spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
-        return {"state_bytes": state_bytes, "spare_buffer": spare,
+        return {"state_bytes": state_bytes, "spare_buffer": spare, "copy_bytes": copy_bytes,
                 "planned_bytes": spare_base + state_bytes if spare else base,
                 "available_bytes": budget, "plans": plans}
 
@@ -143,8 +143,14 @@ class Simulator:
         """Apply gate `position` of the prepared circuit to `state` (the engine's (2^N,)
         complex128 buffer); scratch: the spare buffer or None. Returns (state, scratch, layout):
         an out-of-place product swaps the two buffers."""
-        return apply_gate_plan(self.backend, self.device, prepared.plan["plans"][position],
-                               prepared.matrices[position], state, scratch,
+        return self.apply_planned(prepared, prepared.plan["plans"][position], prepared.matrices[position],
+                                  position, state, scratch)
+
+    def apply_planned(self, prepared: PreparedRun, plan, matrix, position: int, state, scratch) -> tuple:
+        """apply_gate for a gate planned outside the prepared circuit (qsim.apply.GatePlan; matrix:
+        its device copy, or None to upload plan.matrix); position names the operation it stands
+        for in messages."""
+        return apply_gate_plan(self.backend, self.device, plan, matrix, state, scratch,
                                position=position, operations=len(prepared.circuit.gates))
 
     def run(self, circuit: Circuit, initial_state=None, *, seed=None, prepared: PreparedRun = None) -> Result:
