@@ -8,9 +8,10 @@ and renormalised (measurement.collapse). So each shot's classical bits have exac
 distribution of an independent trajectory, and the walk does at most min(shots, outcomes) state
 updates per split where per-shot trajectories do `shots`. Conditioned operations are applied or
 skipped per branch (an unrolled while loop's LoopLimit reached with its condition true stops
-the run with its error); save operations (circuits.Save) read their value once per branch. Final
-measurements (a tail of unconditioned measurements) are sampled from the branch's state
-(qsim.sampling) rather than split.
+the run with its error); the gates a branch applies between two measurements, their conditions
+known, can be fused again as one run (qsim.gate_runs, run_branches's `fuse`). Save operations
+(circuits.Save) read their value once per branch. Final measurements (a tail of unconditioned
+measurements) are sampled from the branch's state (qsim.sampling) rather than split.
 
 Branches are walked depth first. A sibling waiting its turn keeps a copy of the state while
 `max_states` states (and the device's memory) allow; beyond that it keeps only its outcome

@@ -7,7 +7,8 @@ Each circuit goes through circuits.from_qiskit, circuits.fuse and qsim.Simulator
 whose only measurements are final runs once and its measured classical bits are sampled with
 qsim.sampling. A dynamic circuit (mid-circuit measurement, reset, if/else) or one with Aer's save
 instructions runs by shot branching (qsim.branching: each measurement outcome continues once with
-its share of the shots). Saved values come back under their labels in the types Aer uses
+its share of the shots; a branch's gates between measurements are fused again with its
+conditions resolved, qsim.gate_runs). Saved values come back under their labels in the types Aer uses
 (result.data()[label], result.get_statevector()); without qiskit-aer, this module adds the
 save_* methods to QuantumCircuit (qsim.qiskit_save). Run options, Aer's spellings included, are
 listed in qsim.qiskit_options. Counts and memory use Qiskit's hex format over all of the
