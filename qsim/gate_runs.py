@@ -5,8 +5,8 @@ classical bits cannot change inside it, so a branch knows which of its condition
 before it starts. GateRuns keeps, for each run and each pattern of its conditions, the gates that
 apply, unconditioned, fused again (the `fuse` given: the engine's fusion), planned and on the
 device, built the first time a branch needs them. The circuit-wide fusion serves every branch at
-once and cannot merge a gate with a conditioned one, nor across it; here a run of a few small
-gates around a conditioned one usually becomes one gate.
+once and cannot merge a gate with a conditioned one, nor across it; here a run of small gates
+around a conditioned one can become one gate.
 """
 from circuits import Circuit, Gate
 
