@@ -34,7 +34,7 @@ class GateRuns:
 
     def apply(self, position: int, bits: int, state, scratch) -> tuple:
         """(state, scratch) after the run starting at `position` for a branch with classical bits
-        `bits` (an out-of-place product swaps the two buffers, as Simulator.apply_gate)."""
+        `bits` (an out-of-place product swaps the two buffers, as in Simulator.apply_planned)."""
         for gate_position, plan, matrix in self.gates(position, bits):
             state, scratch, _ = self.simulator.apply_planned(self.prepared, plan, matrix, gate_position,
                                                              state, scratch)

@@ -122,7 +122,7 @@ class Simulator:
     @contextlib.contextmanager
     def prepared(self, circuit: Circuit):
         """Plan, upload and warm up `circuit` once for many runs (trajectories, branches): yields a
-        PreparedRun to pass to run(..., prepared=) and apply_gate, inside one backend run (whose
+        PreparedRun to pass to run(..., prepared=) and apply_planned, inside one backend run (whose
         deferred error checks are raised on leaving the block)."""
         prepared = self._prepare(circuit)
         self.backend.start_run()
@@ -139,17 +139,12 @@ class Simulator:
         matrices = prepared_matrices(plan["plans"], self.device.xp)
         return PreparedRun(circuit, plan, matrices, warm_up(self.backend, self.device, plan["plans"], matrices))
 
-    def apply_gate(self, prepared: PreparedRun, position: int, state, scratch) -> tuple:
-        """Apply gate `position` of the prepared circuit to `state` (the engine's (2^N,)
-        complex128 buffer); scratch: the spare buffer or None. Returns (state, scratch, layout):
-        an out-of-place product swaps the two buffers."""
-        return self.apply_planned(prepared, prepared.plan["plans"][position], prepared.matrices[position],
-                                  position, state, scratch)
-
     def apply_planned(self, prepared: PreparedRun, plan, matrix, position: int, state, scratch) -> tuple:
-        """apply_gate for a gate planned outside the prepared circuit (qsim.apply.GatePlan; matrix:
-        its device copy, or None to upload plan.matrix); position names the operation it stands
-        for in messages."""
+        """Apply a planned gate (qsim.apply.GatePlan, of the prepared circuit or built from its
+        gates; matrix: its device copy, or None to upload plan.matrix) to `state` (the engine's
+        (2^N,) complex128 buffer); scratch: the spare buffer or None; position names the
+        operation it stands for in messages. Returns (state, scratch, layout): an out-of-place
+        product swaps the two buffers."""
         return apply_gate_plan(self.backend, self.device, plan, matrix, state, scratch,
                                position=position, operations=len(prepared.circuit.gates))
 
