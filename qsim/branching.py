@@ -8,9 +8,10 @@ and renormalised (measurement.collapse). So each shot's classical bits have exac
 distribution of an independent trajectory, and the walk does at most min(shots, outcomes) state
 updates per split where per-shot trajectories do `shots`. Conditioned operations are applied or
 skipped per branch (an unrolled while loop's LoopLimit reached with its condition true stops
-the run with its error); save operations (circuits.Save) read their value once per branch. Final
-measurements (a tail of unconditioned measurements) are sampled from the branch's state
-(qsim.sampling) rather than split.
+the run with its error); the gates a branch applies between two measurements, their conditions
+known, can be fused again as one run (qsim.gate_runs, run_branches's `fuse`). Save operations
+(circuits.Save) read their value once per branch. Final measurements (a tail of unconditioned
+measurements) are sampled from the branch's state (qsim.sampling) rather than split.
 
 Branches are walked depth first. A sibling waiting its turn keeps a copy of the state while
 `max_states` states (and the device's memory) allow; beyond that it keeps only its outcome
@@ -28,6 +29,7 @@ import numpy as np
 from circuits import Gate, LoopLimit, Measure, Reset, Save
 
 from .errors import SimulationError
+from .gate_runs import GateRuns
 from .measurement import MAX_JOINT_QUBITS, collapse, outcome_weights
 from .sampling import sample_outcomes
 from .save_values import combine, read_save
@@ -65,17 +67,20 @@ class BranchRun:
 
 
 def run_branches(simulator, circuit, shots: int, seed: int, *, max_states: int = None,
-                 keep_final_state: bool = False) -> BranchRun:
+                 keep_final_state: bool = False, fuse=None) -> BranchRun:
     """Run `circuit` (a circuits.Circuit, dynamic or with saves) for `shots` shots on `simulator`
     (a qsim.Simulator) by shot branching (see the module docstring). max_states: most states
-    alive at once (None: as many as fit in the device's memory beside the run's plan)."""
+    alive at once (None: as many as fit in the device's memory beside the run's plan). fuse:
+    Circuit -> Circuit, fusion for the gates a branch applies between two measurements, its
+    conditions resolved (qsim.gate_runs; None: the circuit's gates as they are)."""
     started = time.perf_counter()
     operations = _split_groups(circuit.gates)
     circuit = type(circuit)(circuit.n_qubits, operations, n_clbits=circuit.n_clbits,
                             clbit_registers=circuit.clbit_registers)
     _check_saves(operations)
     with simulator.prepared(circuit) as prepared:
-        walk = _Walk(simulator, prepared, np.random.default_rng(seed), _state_limit(simulator, prepared, max_states))
+        walk = _Walk(GateRuns(simulator, prepared, fuse), np.random.default_rng(seed),
+                     _state_limit(simulator, prepared, max_states))
         leaves = walk.run(shots, keep_final_state)
     memory, shots_of_leaf = _shot_order(leaves, walk.last_leaf, walk.rng)
     deterministic = walk.splits == 0  # as Aer: a circuit with no random split saves its values once
@@ -94,9 +99,10 @@ def run_branches(simulator, circuit, shots: int, seed: int, *, max_states: int =
 class _Walk:
     """The depth-first walk over branches of one prepared circuit."""
 
-    def __init__(self, simulator, prepared, rng, max_states: int):
-        self.simulator, self.prepared, self.rng, self.max_states = simulator, prepared, rng, max_states
-        self.operations = prepared.circuit.gates
+    def __init__(self, runs: GateRuns, rng, max_states: int):
+        self.runs, self.rng, self.max_states = runs, rng, max_states
+        self.simulator, self.prepared = runs.simulator, runs.prepared
+        self.operations = runs.operations
         self.tail = _final_measurements_start(self.operations)
         self.scratch = None
         self.live_states = 0
@@ -141,14 +147,17 @@ class _Walk:
         |0...0> with the recorded outcomes forced and without saving anything."""
         xp = self.simulator.device.xp
         state = initial_state_vector(self.prepared.circuit.n_qubits, xp)
-        forced, bits = list(branch.history), 0
-        for position in range(branch.position):
+        forced, bits, position = list(branch.history), 0, 0
+        while position < branch.position:
             operation = self.operations[position]
+            if isinstance(operation, Gate):
+                state, self.scratch = self.runs.apply(position, bits, state, self.scratch)
+                position = self.runs.end(position)
+                continue
+            position += 1
             if operation.condition is not None and not operation.condition.holds(bits):
                 continue
-            if isinstance(operation, Gate):
-                state, self.scratch, _ = self.simulator.apply_gate(self.prepared, position, state, self.scratch)
-            elif isinstance(operation, (Measure, Reset)):  # a LoopLimit here did not fire the first time
+            if isinstance(operation, (Measure, Reset)):  # a LoopLimit here did not fire the first time
                 outcome = forced.pop(0)
                 weights = outcome_weights(state, operation.qubits)
                 bits = _collapse(state, operation, outcome, weights[outcome], bits)
@@ -157,14 +166,17 @@ class _Walk:
     def _advance(self, branch: _Branch, stack: list) -> tuple:
         """Run `branch` to its end, pushing the siblings born at its splits onto `stack`."""
         state, bits, shots, history, saves = branch.state, branch.bits, branch.shots, branch.history, branch.saves
-        for position in range(branch.position, len(self.operations)):
+        position = branch.position
+        while position < len(self.operations):
             operation = self.operations[position]
             if position == self.tail:
                 return self._sample_tail(state, bits, shots), saves, state
-            if operation.condition is not None and not operation.condition.holds(bits):
-                continue
             if isinstance(operation, Gate):
-                state, self.scratch, _ = self.simulator.apply_gate(self.prepared, position, state, self.scratch)
+                state, self.scratch = self.runs.apply(position, bits, state, self.scratch)
+                position = self.runs.end(position)
+                continue
+            position += 1
+            if operation.condition is not None and not operation.condition.holds(bits):
                 continue
             if isinstance(operation, Save):
                 saves += ((operation.label, read_save(operation, state), bits),)
@@ -178,7 +190,7 @@ class _Walk:
             for outcome in taken[:-1]:
                 sibling = self._copy(state)
                 sibling_bits = bits if sibling is None else _collapse(sibling, operation, outcome, weights[outcome], bits)
-                stack.append(_Branch(position + 1, sibling, sibling_bits if sibling is not None else 0,
+                stack.append(_Branch(position, sibling, sibling_bits if sibling is not None else 0,
                                      int(counts[outcome]), history + (outcome,), saves))
             outcome = taken[-1]
             bits = _collapse(state, operation, outcome, weights[outcome], bits)

@@ -4,7 +4,7 @@ Outcome probabilities come from an exact, order-independent reduction, so the CP
 (and any summation order) get the same bits, and so do the renormalised states:
 every real and imaginary part v of an amplitude gives t = (v * 2^30)^2 = v^2 * 2^60 in float64
 (one correctly rounded multiply, the same on every device); t splits exactly into its whole part
-and its fraction, the fraction is rounded to 28 bits, and both are summed as int64. The weight
+and its fraction, the fraction is rounded to 28 bits, and both are summed exactly as integers. The weight
 of an outcome is thus an integer in units of 2^-88 whose only error is the rounding of each
 v^2 (relative 2^-53) and of each fraction (2^-89 absolute per term). The reduction runs over
 chunks of 2^REDUCTION_CHUNK_QUBITS amplitudes with a few chunk-sized buffers; only the 2^k
@@ -29,7 +29,8 @@ from gemm_backend.arrays import array_module, is_gpu_array, to_host
 from . import measurement_gpu
 from .errors import SimulationError
 
-REDUCTION_CHUNK_QUBITS = 22  # amplitudes per reduction chunk: 2^22 (64 MiB of complex128)
+REDUCTION_CHUNK_QUBITS = 16  # amplitudes per reduction chunk: 2^16 (1 MiB of complex128, cache-sized)
+ROW_BITS = 10  # a chunk's terms are summed to rows of at least 2^ROW_BITS floats first
 MAX_JOINT_QUBITS = 12  # qubits drawn jointly from one reduction; more are drawn in groups
 SQUARE_PRESCALE = 2.0**30  # (v * 2^30)^2 = v^2 * 2^60: the whole part counts units of 2^-60
 FRACTION_BITS = 28
@@ -58,13 +59,25 @@ def outcome_weights(state, qubits) -> list:
         if bad:
             raise _norm_error()
         return _host_weights(whole_sums, fraction_sums, qubits, sorted(qubits), [])  # flat bit i = i-th lowest
+    whole_sums, fraction_sums, high, low = _chunked_sums(state, qubits)
+    return _host_weights(to_host(whole_sums).reshape(-1), to_host(fraction_sums).reshape(-1), qubits, high, low)
+
+
+def _chunked_sums(state, qubits) -> tuple:
+    """(whole-part sums, fraction sums, high qubits, low qubits) of outcome_weights, chunk by chunk
+    (numpy or cupy). Every step is exact, so no order of summation changes a bit: t - floor(t)
+    is t's exact fraction (t >= 0), and the rounded fractions are integers below 2^28, summed in
+    float64 over at most 2^25 of them (a chunk) without rounding."""
     xp = array_module(state)
     n_qubits = int(state.size).bit_length() - 1
-    chunk_qubits = min(n_qubits, REDUCTION_CHUNK_QUBITS)
+    chunk_qubits = min(n_qubits, REDUCTION_CHUNK_QUBITS, 24)  # 2^25 floats per chunk at most: exact fraction sums
     low = [q for q in qubits if q < chunk_qubits]
     high = [q for q in qubits if q >= chunk_qubits]
-    # Float bit 0 picks the real or imaginary part; qubit q is float bit q + 1.
-    shape, axis_of = _split_shape(chunk_qubits + 1, {q + 1 for q in low})
+    # A chunk's terms are first summed into one row of 2^row_bits (float bits 0..row_bits-1, the
+    # low qubits' among them): a long contiguous sum, where summing the whole chunk over axes of
+    # length 2 at low qubits is many times slower.
+    row_bits = min(chunk_qubits + 1, max(max(low, default=-1) + 2, ROW_BITS))
+    shape, axis_of = _split_shape(row_bits, {q + 1 for q in low})
     summed = tuple(a for a in range(len(shape)) if a not in axis_of.values())
     whole_sums = xp.zeros((1 << len(high),) + (2,) * len(low), dtype=xp.int64)
     fraction_sums = xp.zeros_like(whole_sums)
@@ -75,14 +88,15 @@ def outcome_weights(state, qubits) -> list:
         row = sum(((chunk_index >> (q - chunk_qubits)) & 1) << i for i, q in enumerate(high))
         xp.multiply(chunks[chunk_index], SQUARE_PRESCALE, out=work)
         xp.multiply(work, work, out=work)
-        xp.modf(work, out=(work, whole))
+        xp.floor(work, out=whole)
+        xp.subtract(work, whole, out=work)
         xp.copyto(terms, whole, casting="unsafe")
-        whole_sums[row] += terms.reshape(shape).sum(axis=summed)
+        whole_sums[row] += terms.reshape(-1, 1 << row_bits).sum(axis=0).reshape(shape).sum(axis=summed)
         xp.multiply(work, float(1 << FRACTION_BITS), out=work)
         xp.rint(work, out=work)
-        xp.copyto(terms, work, casting="unsafe")
-        fraction_sums[row] += terms.reshape(shape).sum(axis=summed)
-    return _host_weights(to_host(whole_sums).reshape(-1), to_host(fraction_sums).reshape(-1), qubits, high, low)
+        fractions = work.reshape(-1, 1 << row_bits).sum(axis=0).reshape(shape).sum(axis=summed)
+        fraction_sums[row] += fractions.astype(xp.int64)
+    return whole_sums, fraction_sums, high, low
 
 
 def _host_weights(whole_sums, fraction_sums, qubits, high, low) -> list:

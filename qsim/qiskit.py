@@ -7,7 +7,8 @@ Each circuit goes through circuits.from_qiskit, circuits.fuse and qsim.Simulator
 whose only measurements are final runs once and its measured classical bits are sampled with
 qsim.sampling. A dynamic circuit (mid-circuit measurement, reset, if/else) or one with Aer's save
 instructions runs by shot branching (qsim.branching: each measurement outcome continues once with
-its share of the shots). Saved values come back under their labels in the types Aer uses
+its share of the shots; a branch's gates between measurements are fused again with its
+conditions resolved, qsim.gate_runs). Saved values come back under their labels in the types Aer uses
 (result.data()[label], result.get_statevector()); without qiskit-aer, this module adds the
 save_* methods to QuantumCircuit (qsim.qiskit_save). Run options, Aer's spellings included, are
 listed in qsim.qiskit_options. Counts and memory use Qiskit's hex format over all of the
@@ -168,8 +169,11 @@ def _run_circuit(simulator: Simulator, qc: QuantumCircuit, settings: dict, seed:
     shots = int(settings["shots"])
     data, metadata = {}, {}
     if circuit.is_dynamic:
+        def fuse_run(gates):  # a branch's gates between measurements, fused as the whole circuit was
+            return fuse_for_backend(gates, settings["fusion_max_qubits"], simulator.backend, simulator.device.on_gpu)[0]
+
         branched = run_branches(simulator, fused, shots, seed, max_states=settings["max_branch_states"],
-                                keep_final_state=settings["statevector"])
+                                keep_final_state=settings["statevector"], fuse=fuse_run)
         memory = np.array([hex(bits) for bits in branched.memory], dtype=object)
         final_state, run = branched.final_state, None
         data.update({label: qiskit_value(_kind(fused, label), value, qc.num_qubits)

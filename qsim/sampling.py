@@ -20,7 +20,7 @@ from gemm_backend.arrays import is_gpu_array
 from . import sampling_gpu
 from .errors import SimulationError
 
-CHUNK_QUBITS = 24  # 2^24 amplitudes = 256 MiB of complex128 per chunk
+CHUNK_QUBITS = 16  # 2^16 amplitudes = 1 MiB of complex128 per chunk: its temporaries stay in cache
 SAMPLE_BLOCK_QUBITS = 6  # amplitudes per block of the running sum (CPU path)
 SHOT_BATCH = 1 << 14  # shots scanned together on the CPU (each gathers one block)
 SQUARE_PRESCALE = 2.0**30

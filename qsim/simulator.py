@@ -93,7 +93,7 @@ class Simulator:
                 f" ({budget / GIB:.2f} GiB available); use out_of_place='auto' to apply gates in place"
             )
         spare = bool(mode is True or (mode == "auto" and wants_spare and fits_spare))
-        return {"state_bytes": state_bytes, "spare_buffer": spare,
+        return {"state_bytes": state_bytes, "spare_buffer": spare, "copy_bytes": copy_bytes,
                 "planned_bytes": spare_base + state_bytes if spare else base,
                 "available_bytes": budget, "plans": plans}
 
@@ -122,7 +122,7 @@ class Simulator:
     @contextlib.contextmanager
     def prepared(self, circuit: Circuit):
         """Plan, upload and warm up `circuit` once for many runs (trajectories, branches): yields a
-        PreparedRun to pass to run(..., prepared=) and apply_gate, inside one backend run (whose
+        PreparedRun to pass to run(..., prepared=) and apply_planned, inside one backend run (whose
         deferred error checks are raised on leaving the block)."""
         prepared = self._prepare(circuit)
         self.backend.start_run()
@@ -139,12 +139,13 @@ class Simulator:
         matrices = prepared_matrices(plan["plans"], self.device.xp)
         return PreparedRun(circuit, plan, matrices, warm_up(self.backend, self.device, plan["plans"], matrices))
 
-    def apply_gate(self, prepared: PreparedRun, position: int, state, scratch) -> tuple:
-        """Apply gate `position` of the prepared circuit to `state` (the engine's (2^N,)
-        complex128 buffer); scratch: the spare buffer or None. Returns (state, scratch, layout):
-        an out-of-place product swaps the two buffers."""
-        return apply_gate_plan(self.backend, self.device, prepared.plan["plans"][position],
-                               prepared.matrices[position], state, scratch,
+    def apply_planned(self, prepared: PreparedRun, plan, matrix, position: int, state, scratch) -> tuple:
+        """Apply a planned gate (qsim.apply.GatePlan, of the prepared circuit or built from its
+        gates; matrix: its device copy, or None to upload plan.matrix) to `state` (the engine's
+        (2^N,) complex128 buffer); scratch: the spare buffer or None; position names the
+        operation it stands for in messages. Returns (state, scratch, layout): an out-of-place
+        product swaps the two buffers."""
+        return apply_gate_plan(self.backend, self.device, plan, matrix, state, scratch,
                                position=position, operations=len(prepared.circuit.gates))
 
     def run(self, circuit: Circuit, initial_state=None, *, seed=None, prepared: PreparedRun = None) -> Result:

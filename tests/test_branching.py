@@ -81,11 +81,17 @@ def sampled(qc, shots, seed, **options):
     return run_branches(Simulator(device="cpu", progress=False), circuit, shots, seed, **options)
 
 
+def refused_to(max_qubits):
+    """The fuse option of run_branches: a branch's runs of gates fused to max_qubits."""
+    return lambda circuit: fuse(circuit, max_qubits=max_qubits)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_branch_counts_follow_the_exact_distribution(seed):
+@pytest.mark.parametrize("refuse", [None, 4])
+def test_branch_counts_follow_the_exact_distribution(seed, refuse):
     qc = dynamic_circuit(seed)
     exact = exact_distribution(qc)
-    run = sampled(qc, 20000, seed)
+    run = sampled(qc, 20000, seed, fuse=None if refuse is None else refused_to(refuse))
     observed = {bits: run.memory.count(bits) for bits in set(run.memory)}
     assert set(observed) <= set(exact)
     keys = sorted(exact)
@@ -94,12 +100,14 @@ def test_branch_counts_follow_the_exact_distribution(seed):
     assert run.branches <= 2**5 and run.splits >= 1
 
 
-def test_rebuilding_branches_by_replay_gives_the_same_shots():
+@pytest.mark.parametrize("refuse", [None, 4])
+def test_rebuilding_branches_by_replay_gives_the_same_shots(refuse):
     """With room for one state, waiting siblings are rebuilt from their outcome history: the
     draws, hence the shots, are those of the walk that keeps copies."""
     qc = dynamic_circuit(4)
-    with_copies = sampled(qc, 3000, 9)
-    one_state = sampled(qc, 3000, 9, max_states=1)
+    fusion = None if refuse is None else refused_to(refuse)
+    with_copies = sampled(qc, 3000, 9, fuse=fusion)
+    one_state = sampled(qc, 3000, 9, max_states=1, fuse=fusion)
     assert one_state.replays > 0 and with_copies.replays == 0
     assert one_state.memory == with_copies.memory
 
@@ -124,3 +132,46 @@ def test_many_mid_circuit_measurements_branch_once_per_outcome():
     assert run.branches <= 64
     counts = np.bincount(np.array(run.memory), minlength=64)
     assert chisquare(counts).pvalue > P_VALUE
+
+
+def layered_dynamic_circuit(n_qubits: int, layers: int) -> QuantumCircuit:
+    """scripts/bench/bench_aer.py's dynamic case, smaller: RY layers and CX ladders, each followed
+    by a mid-circuit measurement and an X conditioned on it, then every qubit measured."""
+    rng = np.random.default_rng(20)
+    qc = QuantumCircuit(n_qubits, layers + n_qubits)
+    for layer in range(layers):
+        for q in range(n_qubits):
+            qc.ry(float(rng.uniform(0, np.pi)), q)
+        for q in range(layer % 2, n_qubits - 1, 2):
+            qc.cx(q, q + 1)
+        measured = 2 * layer % n_qubits
+        qc.measure(measured, layer)
+        with qc.if_test((qc.clbits[layer], 1)):
+            qc.x((measured + 1) % n_qubits)
+    qc.measure(range(n_qubits), range(layers, layers + n_qubits))
+    return qc
+
+
+def pooled_chisquare(observed: dict, exact: dict, shots: int, min_expected: float = 5.0) -> float:
+    """The chi-square p-value of `observed` counts against `exact` probabilities, the outcomes
+    expected fewer than min_expected times pooled into one cell (so the test's approximation holds)."""
+    keys = sorted(exact, key=lambda k: -exact[k])
+    large = [k for k in keys if exact[k] * shots >= min_expected]
+    small = [k for k in keys if exact[k] * shots < min_expected]
+    counts = [observed.get(k, 0) for k in large] + [sum(observed.get(k, 0) for k in small)]
+    expected = [exact[k] * shots for k in large] + [sum(exact[k] for k in small) * shots]
+    return chisquare(counts, np.array(expected) * sum(counts) / sum(expected)).pvalue
+
+
+def test_the_backend_samples_the_benchmark_circuit_exactly_with_refused_runs():
+    """The benchmark's dynamic circuit on 6 qubits, 5 mid-circuit measurements: all 11 bits of
+    20000 shots against the exact enumeration; the backend fuses a branch's runs again."""
+    qc = layered_dynamic_circuit(6, 5)
+    exact = exact_distribution(qc)
+    shots = 20000
+    result = QsimBackend(device="cpu").run(qc, shots=shots, seed_simulator=5).result()
+    observed = {int(key, 2): count for key, count in result.get_counts().items()}  # one register: plain bits
+    assert set(observed) <= {k for k, p in exact.items() if p > 0}
+    assert pooled_chisquare(observed, exact, shots) > P_VALUE
+    again = QsimBackend(device="cpu").run(qc, shots=shots, seed_simulator=5, memory=True).result()
+    assert again.get_counts() == result.get_counts()

@@ -71,11 +71,13 @@ def test_bins_in_ascending_qubit_order_give_the_weights(rng, qubits):
 
 
 @pytest.mark.parametrize("chunk_qubits", [1, 3, 6, 9])
-def test_weights_do_not_depend_on_the_chunking(rng, monkeypatch, chunk_qubits):
+@pytest.mark.parametrize("row_bits", [1, 3, 10])
+def test_weights_do_not_depend_on_the_chunking(rng, monkeypatch, chunk_qubits, row_bits):
     state = random_state(rng, 9)
     qubits = (7, 1, 4, 8)
     whole = outcome_weights(state, qubits)
     monkeypatch.setattr(measurement, "REDUCTION_CHUNK_QUBITS", chunk_qubits)
+    monkeypatch.setattr(measurement, "ROW_BITS", row_bits)
     assert outcome_weights(state, qubits) == whole  # integers: equal, not close
 
 
