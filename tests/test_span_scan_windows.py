@@ -13,7 +13,7 @@ from gemm_backend import BackendError
 from gemm_backend.ozaki import span_scan
 from gemm_backend.ozaki.spans import SPAN_OFFSET
 
-from .test_span_scan import assert_same_scan, cpu_scan, gpu_scan, host_kernel, host_scan, requires_gpu  # noqa: F401
+from .test_span_scan import BUILDS, assert_same_scan, build_host_kernel, cpu_scan, gpu_scan, host_scan, requires_gpu
 
 ALPHA_WINDOW = slice(1, 17)  # span_scan.cu's ALPHA_WINDOW_FIRST_BIN .. + WINDOW_BINS - 1
 DEVIATION_WINDOW = slice(SPAN_OFFSET - 5, SPAN_OFFSET + 11)  # DEVIATION_WINDOW_FIRST_BIN ..
@@ -23,6 +23,11 @@ SAME_ROWS = 96  # three tiles of 32 rows
 # Values per row: a multiple of 32 lanes * BATCH_VALUES, so that in either lane mapping every lane
 # counts a full batch each time and a row of one magnitude fills its field to FIELD_FILL.
 ROW_VALUES = 192
+
+
+@pytest.fixture(scope="module", params=list(BUILDS))
+def host_kernel(request, tmp_path_factory):
+    return build_host_kernel(request.param, tmp_path_factory)
 
 
 def edge_rows(rng, is_complex: bool):
