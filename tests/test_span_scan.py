@@ -135,13 +135,17 @@ def test_layouts_read_a_by_rows_and_b_by_columns():
 # -- the kernel on the host ------------------------------------------------------------------------
 @pytest.fixture(scope="module", params=list(BUILDS))
 def host_kernel(request, tmp_path_factory):
-    """The host build of kernels/span_scan.cu as a ctypes library."""
+    return build_host_kernel(request.param, tmp_path_factory)
+
+
+def build_host_kernel(build: str, tmp_path_factory):
+    """The host build (BUILDS) of kernels/span_scan.cu as a ctypes function."""
     compiler = shutil.which("g++")
     if compiler is None:
         pytest.skip("needs g++ (C++20) to build the host emulation of the kernel")
-    library = tmp_path_factory.mktemp("host_cuda") / f"span_scan_{request.param}.so"
+    library = tmp_path_factory.mktemp("host_cuda") / f"span_scan_{build}.so"
     command = [compiler, "-std=c++20", "-shared", "-fPIC", "-O1", *span_scan.compile_definitions(),
-               *BUILDS[request.param], f'-DKERNELS="{KERNELS}"', "-o", str(library), str(HARNESS), "-lpthread"]
+               *BUILDS[build], f'-DKERNELS="{KERNELS}"', "-o", str(library), str(HARNESS), "-lpthread"]
     built = subprocess.run(command, capture_output=True, text=True)
     if built.returncode != 0 and ("barrier" in built.stderr or "atomic_ref" in built.stderr):
         pytest.skip("this g++ lacks C++20 <barrier> or std::atomic_ref")

@@ -18,7 +18,7 @@ from ..kernel_launch import include_options, kernel_path, persistent_blocks
 from .spans import CENTER_BINS, SPAN_BINS, SPAN_OFFSET, SpanSummary
 
 _THREADS = 256
-_BLOCKS_PER_SM = 4  # 64 registers a thread (ptxas, sm_90) and 35 KB of shared memory a block
+_BLOCKS_PER_SM = 4  # the kernel's BLOCKS_PER_SM: 64 registers a thread (ptxas, sm_90), 36 KB of shared memory a block
 _ROWS_PER_WARP_TILE = 32  # rows of a tile whose lanes go across rows (span_scan.cu)
 _COUNTER_LIMIT = 2**32 - 1  # the kernel's shared counters are 32-bit: a tile must count fewer values
 _FLOAT64_BYTES = 8
@@ -113,6 +113,8 @@ def scan_gpu(a_rows, b, width: int, bits: int):
 def launch_scan(a_rows, b, width: int, bits: int) -> "PendingScan":
     """scan_gpu's kernels queued on the current stream, without waiting for them: collect()
     (on the same stream) gives scan_gpu's result."""
+    if width not in (1, 2):
+        raise BackendError(f"the scan reads float64 (width 1) or complex128 (width 2) elements, not width {width}")
     cp = cupy_module()
     m, (k, n) = a_rows.shape[0], b.shape
     if a_rows.shape[1] != width * k:

@@ -3,11 +3,12 @@
 // row path on a machine without a GPU (tests/test_state_histogram.py). A launch runs one block
 // of one warp (one_warp.hpp), which then walks every tile of the state through the tile skeleton
 // (gate_tiles.cuh, without prefetch) and flushes its window counters many times. The warp
-// primitives the kernel uses are built on the warp barrier with CUDA's semantics; the math
+// primitives the kernel uses are built on the warp barrier (warp_intrinsics.hpp); the math
 // functions are the C library's, exact like CUDA's for frexp, fmax and fabs.
 // Build: g++ -std=c++20 -shared -fPIC -I<the two kernel folders> -DKERNELS='"state_histogram.cu"'
 //        state_histogram_host.cpp
 #include "one_warp.hpp"
+#include "warp_intrinsics.hpp"
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -18,69 +19,15 @@ using std::fabs; using std::fmax; using std::frexp;
 struct double2 { double x, y; };
 inline double2 make_double2(double x, double y) { return {x, y}; }
 inline double2 __ldcs(const double2 *address) { return *address; }
-inline int __double2hiint(double x) { return (int)(std::bit_cast<uint64_t>(x) >> 32); }
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
-inline int __ffs(unsigned x) { return x ? std::countr_zero(x) + 1 : 0; }
-inline int __popc(unsigned x) { return std::popcount(x); }
 template <class T> inline T atomicAdd(T *address, T value) { return std::atomic_ref<T>(*address).fetch_add(value); }
 
 // The skeleton's prefetch path (cp.async into shared memory) is compiled but never taken here.
 inline unsigned __cvta_generic_to_shared(const void *) { return 0; }
 inline void __syncwarp() { warp_barrier->arrive_and_wait(); }
-
-static unsigned unsigned_lanes[32];
-static double double_lanes[32];
-
-// Every lane's value, after all 32 lanes have written theirs (every lane of the warp must call).
-template <class T> void share(T *lanes, T value)
-{
-    lanes[threadIdx.x & 31] = value;
-    warp_barrier->arrive_and_wait();
-}
-inline void done_reading() { warp_barrier->arrive_and_wait(); }
-
-inline unsigned __shfl_xor_sync(unsigned, unsigned value, int offset)
-{
-    share(unsigned_lanes, value);
-    const unsigned other = unsigned_lanes[(threadIdx.x & 31) ^ offset];
-    done_reading();
-    return other;
-}
-inline double __shfl_xor_sync(unsigned, double value, int offset)
-{
-    share(double_lanes, value);
-    const double other = double_lanes[(threadIdx.x & 31) ^ offset];
-    done_reading();
-    return other;
-}
-inline unsigned __reduce_add_sync(unsigned, unsigned value)
-{
-    share(unsigned_lanes, value);
-    unsigned sum = 0;  // modulo 2^32, like the hardware's
-    for (int lane = 0; lane < 32; ++lane) sum += unsigned_lanes[lane];
-    done_reading();
-    return sum;
-}
-inline unsigned __reduce_or_sync(unsigned, unsigned value)
-{
-    share(unsigned_lanes, value);
-    unsigned any = 0;
-    for (int lane = 0; lane < 32; ++lane) any |= unsigned_lanes[lane];
-    done_reading();
-    return any;
-}
-inline int __any_sync(unsigned, int predicate) { return __reduce_or_sync(0xffffffffu, predicate != 0) != 0; }
-inline unsigned __match_any_sync(unsigned, int value)
-{
-    share(int_lanes, value);
-    unsigned peers = 0;
-    for (int lane = 0; lane < 32; ++lane) peers |= (unsigned)(int_lanes[lane] == value) << lane;
-    done_reading();
-    return peers;
-}
 
 #include KERNELS
 

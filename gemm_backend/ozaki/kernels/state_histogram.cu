@@ -13,35 +13,22 @@
 // Counting at the speed of the loads: nearly every value of a dense state needs
 // WINDOW_FIRST_BIN .. WINDOW_FIRST_BIN + 15 = 54 .. 69 bits (it lies within about 2^-15 of its
 // column's maximum; no value of a column with a normal maximum needs fewer than 54). Each lane
-// counts those in registers (WindowCounts: a 64-bit shift and add per value), and the warp sums
-// its lanes' counts into the block's shared histogram every FLUSH_TILES tiles, before a counter
-// can overflow. Values outside the window (far below their column's maximum, or under a
-// subnormal one) go to the shared histogram at once, one atomic per group of equal bins of the
-// warp (__match_any_sync), only in the tiles that have any. The block's histogram is added to
-// the global one at the end.
+// counts those in registers (window_counts.cuh's WindowCounts: a 64-bit shift and add per
+// value), and the warp sums its lanes' counts into the block's shared histogram every
+// FLUSH_TILES tiles, before a counter can overflow. Values outside the window (far below their
+// column's maximum, or under a subnormal one) go to the shared histogram at once, one atomic per
+// group of equal bins of the warp (__match_any_sync), only in the tiles that have any. The
+// block's histogram is added to the global one at the end.
 #include "gate_tiles.cuh"
 #include "column_exponents.cuh"
+#include "window_counts.cuh"
 
 #define NEEDED_BITS_BINS 2112
-#define NO_BIN (-1)
-#define FULL_MASK 0xffffffffu
 // needed_bits = min(e - E + 53, e + 1074) (split.needed_bits) for frexp exponent E. A normal value
 // of biased field b has E = b - 1022, so e - E + 53 = e + 1075 - b <= e + 1074; a subnormal one
 // has E <= -1022, so the minimum is e + 1074: both are e + NEEDED_BITS_BIAS - max(b, 1).
 #define NEEDED_BITS_BIAS 1075
 #define WINDOW_FIRST_BIN 54  // a column's maximum needs 54 or 55 bits (e = E + 1 or E + 2)
-#define WINDOW_BINS 16
-#define NIBBLE_LIMIT 15  // a 4-bit field of WindowCounts
-#define FIELD_LIMIT 255  // an 8-bit field of WindowCounts
-#define SPREAD_VALUES 8  // values a lane adds between spreads: at most NIBBLE_LIMIT
-#define NORMAL_HIGH_WORD 0x00100000u     // high words (sign cleared) of normal values are at least this
-#define NON_FINITE_HIGH_WORD 0x7ff00000u  // ... and of Inf and NaN at least this
-
-// The high word of |value|: integer order is value order, so its maximum is the maximum's.
-__device__ __forceinline__ unsigned abs_high_word(double value)
-{
-    return (unsigned)__double2hiint(value) & 0x7fffffffu;
-}
 
 // split.needed_bits of one nonzero value of |high word| abs_high under row exponent e (a zero
 // comes out as a subnormal would: the callers test for it), and the same clipped to the bins.
@@ -53,53 +40,6 @@ __device__ __forceinline__ int needed_bits_bin(unsigned abs_high, int e)
 {
     return min(max(needed_bits(abs_high, e), 0), NEEDED_BITS_BINS - 1);
 }
-
-// Adds one count per lane whose bin is not NO_BIN; every lane of the warp takes part.
-__device__ __forceinline__ void count_bin(unsigned *block_hist, int bin, int lane)
-{
-    const unsigned peers = __match_any_sync(FULL_MASK, bin);
-    if (bin != NO_BIN && lane == __ffs(peers) - 1) atomicAdd(&block_hist[bin], (unsigned)__popc(peers));
-}
-
-// One lane's counts of the window bins WINDOW_FIRST_BIN + w (w < 16), in two levels so that a
-// value costs one 64-bit shift and add: field w of `nibbles` (bits 4 w .. 4 w + 3) takes up to
-// NIBBLE_LIMIT counts before spread() moves them into 8-bit fields (field 2 m in byte m of `even`,
-// field 2 m + 1 in byte m of `odd`), which take up to FIELD_LIMIT counts before flush() moves
-// them into the block's histogram. No field carries into the next.
-struct WindowCounts {
-    unsigned long long nibbles = 0, even = 0, odd = 0;
-
-    // Counts window index w when `counted` (then 0 <= w < 16).
-    __device__ __forceinline__ void add(int w, bool counted)
-    {
-        if (counted) nibbles += 1ull << (4 * w);
-    }
-    __device__ __forceinline__ void spread()
-    {
-        even += nibbles & 0x0f0f0f0f0f0f0f0full;
-        odd += (nibbles >> 4) & 0x0f0f0f0f0f0f0f0full;
-        nibbles = 0;
-    }
-    // The warp's 8-bit fields summed into block_hist and cleared; every lane of the warp takes
-    // part, after spread(). Sum r < 8 is over the 32-bit half (r >> 1) & 1 of `even` (r < 4) or
-    // `odd`, its bytes of parity r & 1 spread to 16 bits: bytes m and m + 2 (m = 4 half + parity),
-    // at most 32 * 255 < 2^16 each. Lane r keeps sum r and adds its two fields.
-    __device__ __forceinline__ void flush(unsigned *block_hist, int lane)
-    {
-        unsigned mine = 0;
-#pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            const unsigned half = (unsigned)((r < 4 ? even : odd) >> (32 * ((r >> 1) & 1)));
-            const unsigned sums = __reduce_add_sync(FULL_MASK, (half >> (8 * (r & 1))) & 0x00ff00ffu);
-            if (lane == r) mine = sums;
-        }
-        const int byte = 4 * ((lane >> 1) & 1) + (lane & 1);
-        const int bin = WINDOW_FIRST_BIN + 2 * byte + (lane >> 2);  // bytes m and m + 2: fields 4 apart
-        if (lane < 8 && (mine & 0xffffu)) atomicAdd(&block_hist[bin], mine & 0xffffu);
-        if (lane < 8 && (mine >> 16)) atomicAdd(&block_hist[bin + 4], mine >> 16);
-        even = odd = 0;
-    }
-};
 
 // BLOCKS_PER_SM: the launch's blocks per multiprocessor (state_histogram.py), which must all be
 // resident at once for the persistent grid: ptxas keeps the registers within that.
@@ -165,11 +105,11 @@ __global__ void __launch_bounds__(256, BLOCKS_PER_SM)
             }
         }
         if (++tiles_since_flush == FLUSH_TILES) {  // warp-uniform
-            window.flush(block_hist, lane);
+            window.flush(&block_hist[WINDOW_FIRST_BIN], lane);
             tiles_since_flush = 0;
         }
     });
-    window.flush(block_hist, lane);
+    window.flush(&block_hist[WINDOW_FIRST_BIN], lane);
     if (found_bad) *nonfinite = 1;
     __syncthreads();
     for (int i = threadIdx.x; i < NEEDED_BITS_BINS; i += blockDim.x)
