@@ -35,8 +35,7 @@ from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan, plan_products
 from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
-from .overlap import Ozaki2Guesses, product_beside_scan, same_product
-from .span_scan import launch_scan, scan_gpu
+from .span_scan import scan_gpu
 from .split import bits_per_slice, row_exponents
 from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply, steps, tile_sizes
 
@@ -95,7 +94,6 @@ class OzakiBackend(GemmBackend):
         self.large_gates = self._check_large_gates(large_gates)
         self._prepared = {}  # id(u) -> (u, Choice), from prepare()
         self._ozaki2_backends = {}  # (moduli, gaussian) -> the OzakiCrtBackend of Ozaki-II gates and products
-        self._ozaki2_guesses = Ozaki2Guesses()  # matmul's last Ozaki-II choice per shape (overlap.py)
         self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
         self.options = {"splits": splits, "workspace_bytes": self.workspace.report(),
                         "fused": fused, **self.split_rule.option_report(self.large_gates)}
@@ -145,23 +143,16 @@ class OzakiBackend(GemmBackend):
             return self._finish(xp.zeros((m, n), a.dtype), Choice(OZAKI1, self.split_rule.smallest_plan(max(width * k, 1))),
                                 "tiles")
         a_rows = a.view(xp.float64) if is_complex else a
-        shape = (m, k, n, is_complex)
-        guess = self._ozaki2_guesses.get(shape) if is_gpu_array(a) and self.split_rule.gathers_spans else None
-        if guess is not None:  # overlap.py: the likely product beside the scan
-            out, (a_exps, b_exps, a_spans, b_spans) = product_beside_scan(
-                lambda: launch_scan(a_rows, b, width, bits_per_slice(width * k)),
-                lambda: self._ozaki2_backend(guess, self.workspace).matmul(a, b))
-            choice = self.split_rule.matmul_choice(m, k, n, is_complex,
-                                                   self.split_rule.statistics_of_spans(a_spans, b_spans))
-            if same_product(choice, guess):
-                return self._finish_ozaki2(out, choice, overlapped=True)
-            del out
-        else:
-            a_exps, b_exps, statistics = self._scan(a_rows, b, width, self.workspace.for_call(is_gpu_array(a)))
-            choice = self.split_rule.matmul_choice(m, k, n, is_complex, statistics)
-        self._ozaki2_guesses.remember(shape, choice, choice.scheme == OZAKI2)
+        workspace = self.workspace.for_call(is_gpu_array(a))
+        a_exps, b_exps, statistics = self._scan(a_rows, b, width, workspace)
+        choice = self.split_rule.matmul_choice(m, k, n, is_complex, statistics)
         if choice.scheme == OZAKI2:  # its automatic workspace is measured again inside, after the output exists
-            return self._finish_ozaki2(self._ozaki2_backend(choice, self.workspace).matmul(a, b), choice)
+            out = self._ozaki2_backend(choice, self.workspace).matmul(a, b)
+            self.ozaki2_matmuls += 1
+            self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
+                                   "rule": self.rule, "kernel": OZAKI2,
+                                   **choice.info}
+            return out
         if choice.scheme is None:
             return self._finish(xp.matmul(a, b), choice, "zgemm")
         out = xp.empty((m, n), a.dtype)
@@ -173,14 +164,6 @@ class OzakiBackend(GemmBackend):
 
         self.workspace.run(is_gpu_array(a), tiles)
         return self._finish(out, choice, "tiles")
-
-    def _finish_ozaki2(self, out, choice: Choice, overlapped: bool = False):
-        """out, after recording an Ozaki-II matmul (overlapped: it ran beside the scan, counted apart)."""
-        self.ozaki2_matmuls += 1
-        self.overlapped_matmuls += overlapped
-        self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
-                               "rule": self.rule, "kernel": OZAKI2, **choice.info}
-        return out
 
     def apply_batched(self, u, x, out):
         """out[l] = u @ x[l] for every l (GemmBackend.apply_batched), with one plan per gate.
@@ -294,9 +277,6 @@ class OzakiBackend(GemmBackend):
         self.fallbacks = 0
         self.ozaki2_gates = 0
         self.ozaki2_matmuls = 0
-        # Ozaki-II matmuls that ran beside their scan (overlap.py); not in statistics(), which
-        # is the same on every device
-        self.overlapped_matmuls = 0
 
     def statistics(self) -> dict:
         stats = super().statistics()

@@ -107,44 +107,24 @@ def scan_gpu(a_rows, b, width: int, bits: int):
     rows and of B's columns (its real and imaginary parts). BackendError, with _scan's
     messages, when either operand holds NaN or Inf (A's first).
     """
-    return launch_scan(a_rows, b, width, bits).collect()
-
-
-def launch_scan(a_rows, b, width: int, bits: int) -> "PendingScan":
-    """scan_gpu's kernels queued on the current stream, without waiting for them: collect()
-    (on the same stream) gives scan_gpu's result."""
     if width not in (1, 2):
         raise BackendError(f"the scan reads float64 (width 1) or complex128 (width 2) elements, not width {width}")
     cp = cupy_module()
     m, (k, n) = a_rows.shape[0], b.shape
     if a_rows.shape[1] != width * k:
         raise BackendError(f"a_rows has {a_rows.shape[1]} columns, not width * k = {width * k}")
-    scan = PendingScan(cp.empty(m, cp.int32), cp.empty(width * n, cp.int32), cp.zeros((2, TOTAL_WORDS), cp.uint64),
-                       cp.zeros(2, cp.int32), width * k)
-    for side, (operand, layout, exps) in enumerate(((a_rows, a_layout(a_rows), scan.a_exps),
-                                                    (b, b_layout(b, width), scan.b_exps))):
-        _launch(operand, layout, bits, exps, scan.nonfinite[side:], scan.totals[side])
-    return scan
-
-
-@dataclass
-class PendingScan:
-    """A scan's device results while its kernels run (launch_scan)."""
-
-    a_exps: object
-    b_exps: object
-    totals: object
-    nonfinite: object
-    inner: int
-
-    def collect(self):
-        """scan_gpu's result, waiting for the kernels (BackendError on NaN or Inf)."""
-        flags, host_totals = self.nonfinite.get(), self.totals.get()
-        for name, flag in zip("ab", flags):
-            if flag:
-                raise BackendError(f"matmul operand {name} contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
-        return (self.a_exps, self.b_exps, summary_from_totals(host_totals[0], self.inner),
-                summary_from_totals(host_totals[1], self.inner))
+    a_exps, b_exps = cp.empty(m, cp.int32), cp.empty(width * n, cp.int32)
+    totals = cp.zeros((2, TOTAL_WORDS), cp.uint64)
+    nonfinite = cp.zeros(2, cp.int32)
+    for side, (operand, layout, exps) in enumerate(((a_rows, a_layout(a_rows), a_exps),
+                                                    (b, b_layout(b, width), b_exps))):
+        _launch(operand, layout, bits, exps, nonfinite[side:], totals[side])
+    flags, host_totals = nonfinite.get(), totals.get()
+    for name, flag in zip("ab", flags):
+        if flag:
+            raise BackendError(f"matmul operand {name} contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
+    inner = width * k
+    return a_exps, b_exps, summary_from_totals(host_totals[0], inner), summary_from_totals(host_totals[1], inner)
 
 
 def _launch(operand, layout: RowLayout, bits: int, exps, nonfinite, totals) -> None:

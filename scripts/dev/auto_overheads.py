@@ -1,13 +1,13 @@
 """int8-auto's per-call costs beside its product, on the GPU, each a median of CUDA-event times
 in one process:
 
-  matmul  square complex n^3 at phi = 1 (the seed paper's inputs): cublas, int8-auto (repeated
-          calls: the product beside the scan, overlap.py) and without a guess, the scan
+  matmul  square complex n^3 at phi = 1 (the seed paper's inputs): cublas, int8-auto, the scan
           alone (span_scan.scan_gpu), the host's plan choice alone (matmul_choice, wall time),
           and the Ozaki-II product int8-auto chose, alone (int8-gcrt-<m> / int8-crt-<m>)
   rho     the rho rule's statistics of an N-qubit state for d-qubit gates at a few first
           targets (state_histogram, with its flag check) against one read of the state
-          (cupy's sum, read-bound), and one gate under int8-auto@rho=1 against the default
+          (cupy's sum, read-bound); the whole-run cost is the headline's (qsim run with
+          --backend int8-auto@rho=1 beside int8-auto)
 
     python scripts/dev/auto_overheads.py matmul --sizes 8192
     python scripts/dev/auto_overheads.py rho --qubits 30 --gate-size 5
@@ -19,7 +19,6 @@ import cupy as cp
 import numpy as np
 
 import gemm_backend
-from gemm_backend.ozaki.overlap import Ozaki2Guesses
 from gemm_backend.ozaki.span_scan import scan_gpu
 from gemm_backend.ozaki.split import bits_per_slice
 from gemm_backend.ozaki.state_histogram import state_histogram
@@ -30,12 +29,6 @@ def seed_paper(rng, n: int, phi: float):
     def part():
         return (rng.random((n, n)) - 0.5) * cp.exp(phi * rng.standard_normal((n, n)))
     return part() + 1j * part()
-
-
-def unguessed(auto, a, b):
-    """int8-auto's matmul without a guess from an earlier call (overlap.py): the plain path."""
-    auto._ozaki2_guesses = Ozaki2Guesses()
-    return auto.matmul(a, b)
 
 
 def matmul_rows(n: int, phi: float, repeats: int) -> list:
@@ -55,8 +48,6 @@ def matmul_rows(n: int, phi: float, repeats: int) -> list:
     rows = [{"what": "cublas", "ms": 1e3 * median_time(lambda: cp.matmul(a, b), True, repeats)},
             {"what": f"int8-auto ({chosen or info['scheme']})",
              "ms": 1e3 * median_time(lambda: auto.matmul(a, b), True, repeats)},
-            {"what": "int8-auto, no guess (first call of a shape)",
-             "ms": 1e3 * median_time(lambda: unguessed(auto, a, b), True, repeats)},
             {"what": "scan alone", "ms": 1e3 * median_time(lambda: scan_gpu(a.view(cp.float64), b, 2, bits), True, repeats)},
             {"what": "host choice alone", "ms": 1e3 * float(np.median(choice_s))}]
     if chosen:
@@ -69,20 +60,12 @@ def matmul_rows(n: int, phi: float, repeats: int) -> list:
 
 def rho_rows(qubits: int, d: int, targets: list, repeats: int) -> list:
     state, floor = gpu_state_and_floor(qubits)
-    out = cp.empty_like(state)
-    rng = np.random.default_rng(2)
-    u = np.linalg.qr(rng.standard_normal((1 << d, 1 << d)) + 1j * rng.standard_normal((1 << d, 1 << d)))[0]
-    default, rho = gemm_backend.get("int8-auto"), gemm_backend.get("int8-auto", rho=1.0)
     read_ms = 1e3 * median_time(lambda: state.view(cp.float64).sum(), True, repeats)
     rows = []
     for first in targets:
         view = state.reshape(1 << (qubits - d - first), 1 << d, 1 << first)
-        out_view = out.reshape(view.shape)
         rows.append({"what": f"histogram q={first}", "ms": 1e3 * median_time(lambda: state_histogram(view), True, repeats),
                      "read_ms": read_ms, "floor_ms": 1e3 * floor})
-        for label, backend in (("default gate", default), ("rho=1 gate", rho)):
-            rows.append({"what": f"{label} q={first}", "read_ms": read_ms, "floor_ms": 1e3 * floor,
-                         "ms": 1e3 * median_time(lambda: backend.apply_batched(u, view, out_view), True, repeats)})
     return rows
 
 
