@@ -149,14 +149,7 @@ class _Walk:
         state = initial_state_vector(self.prepared.circuit.n_qubits, xp)
         forced, bits, position = list(branch.history), 0, 0
         while position < branch.position:
-            operation = self.operations[position]
-            if isinstance(operation, Gate):
-                state, self.scratch = self.runs.apply(position, bits, state, self.scratch)
-                position = self.runs.end(position)
-                continue
-            position += 1
-            if operation.condition is not None and not operation.condition.holds(bits):
-                continue
+            state, position, operation = self._step(position, bits, state)
             if isinstance(operation, (Measure, Reset)):  # a LoopLimit here did not fire the first time
                 outcome = forced.pop(0)
                 weights = outcome_weights(state, operation.qubits)
@@ -168,15 +161,10 @@ class _Walk:
         state, bits, shots, history, saves = branch.state, branch.bits, branch.shots, branch.history, branch.saves
         position = branch.position
         while position < len(self.operations):
-            operation = self.operations[position]
             if position == self.tail:
                 return self._sample_tail(state, bits, shots), saves, state
-            if isinstance(operation, Gate):
-                state, self.scratch = self.runs.apply(position, bits, state, self.scratch)
-                position = self.runs.end(position)
-                continue
-            position += 1
-            if operation.condition is not None and not operation.condition.holds(bits):
+            state, position, operation = self._step(position, bits, state)
+            if operation is None:
                 continue
             if isinstance(operation, Save):
                 saves += ((operation.label, read_save(operation, state), bits),)
@@ -196,6 +184,18 @@ class _Walk:
             bits = _collapse(state, operation, outcome, weights[outcome], bits)
             shots, history = int(counts[outcome]), history + (outcome,)
         return ((bits, shots),), saves, state
+
+    def _step(self, position: int, bits: int, state) -> tuple:
+        """(state, next position, operation) after one step at `position` with classical bits
+        `bits`: a run of gates applied, or an operation whose condition fails skipped (operation
+        None both times), else the operation there, for the caller to carry out."""
+        operation = self.operations[position]
+        if isinstance(operation, Gate):
+            state, self.scratch = self.runs.apply(position, bits, state, self.scratch)
+            return state, self.runs.end(position), None
+        if operation.condition is not None and not operation.condition.holds(bits):
+            return state, position + 1, None
+        return state, position + 1, operation
 
     def _copy(self, state):
         """A copy of `state` for a waiting sibling, or None when max_states are alive."""
