@@ -103,7 +103,7 @@ def test_host_kernel_norms_of_subnormal_and_huge_rows(host_kernel, lanes_across_
 
 def test_scan_refuses_element_widths_other_than_1_and_2():
     with pytest.raises(BackendError, match="width 1.*width 2.*not width 3"):
-        span_scan.launch_scan(np.zeros((2, 9)), np.zeros((3, 4)), 3, 8)
+        span_scan.scan_gpu(np.zeros((2, 9)), np.zeros((3, 4)), 3, 8)
 
 
 # -- on the GPU ------------------------------------------------------------------------------------

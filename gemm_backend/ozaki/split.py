@@ -21,13 +21,12 @@ long as they compute the same X: here X = rint(ldexp(x, s b - e)) in numpy, on t
 correctly rounded operations (kernels/ozaki_split.cu, kernels/ozaki_gate.cu).
 """
 import functools
-from pathlib import Path
 
 import numpy as np
 
 from ..arrays import array_module, cupy_module, is_gpu_array
 from ..errors import BackendError
-from ..kernel_launch import launch_per_row, per_row_int32, row_stride
+from ..kernel_launch import include_options, kernel_path, launch_per_row, per_row_int32, row_stride
 
 MAX_BITS = 8  # a balanced int8 digit holds [-128, 127]
 INT32_MAX = 2**31 - 1
@@ -36,7 +35,7 @@ FLOAT64_SIGNIFICAND_BITS = 53
 SUBNORMAL_BOTTOM_EXPONENT = 1074
 # Bits an element can need below its row scale: at most 1026 + 1074 = 2100 (needed_bits).
 NEEDED_BITS_BINS = 2112
-_SOURCE = Path(__file__).with_name("kernels") / "ozaki_split.cu"
+_SOURCE = kernel_path("ozaki_split.cu")
 
 
 def bits_per_slice(inner: int) -> int:
@@ -208,7 +207,7 @@ def split_rows_gpu(x, exponents, bits: int, padded_cols: int, placements: SliceP
 # -- kernels ----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _module():
-    return cupy_module().RawModule(code=_SOURCE.read_text(), options=("--std=c++17",))
+    return cupy_module().RawModule(code=_SOURCE.read_text(), options=include_options(_SOURCE))
 
 
 def _launch_rows(name: str, rows: int, args: tuple, shared_mem: int = 0) -> None:

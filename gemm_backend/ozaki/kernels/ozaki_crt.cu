@@ -3,12 +3,9 @@
 // and round them once, so they give the same bits (the arithmetic and its exactness proofs:
 // crt_arith.cuh).
 #include "crt_arith.cuh"
+#include "row_warps.cuh"
 
-#define FULL_MASK 0xffffffffu
 #define SCALE_BITS 16
-
-__device__ __forceinline__ long long global_warp() { return (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; }
-__device__ __forceinline__ long long warp_count() { return ((long long)gridDim.x * blockDim.x) >> 5; }
 
 // crt.row_scales, one warp per row of x (rows, cols), rows row_stride elements apart.
 // scales[i] = bits - e + 16 - v (0 for an all-zero row), e the frexp exponent of the row maximum,
@@ -20,15 +17,9 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
     const int lane = threadIdx.x & 31;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
         const double *r = x + row * row_stride;
-        double largest = 0.0;
-        int bad = 0;
-        for (int j = lane; j < cols; j += 32) {
-            const double magnitude = fabs(r[j]);
-            bad |= !isfinite(magnitude);
-            largest = fmax(largest, magnitude);  // fmax skips NaN; the flag reports it
-        }
-        for (int offset = 16; offset; offset >>= 1) largest = fmax(largest, __shfl_xor_sync(FULL_MASK, largest, offset));
-        if (__any_sync(FULL_MASK, bad)) {
+        int bad;
+        const double largest = warp_row_max(r, cols, lane, bad);
+        if (bad) {
             if (lane == 0) {
                 scales[row] = 0;
                 *nonfinite = 1;

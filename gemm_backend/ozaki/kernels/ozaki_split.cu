@@ -4,22 +4,12 @@
 // lanes walk the columns, so loads are coalesced. Only correctly rounded operations touch values
 // (fabs, frexp, ldexp, rint, integer shifts), so results do not depend on compiler contractions.
 
-#define FULL_MASK 0xffffffffu
+#include "column_exponents.cuh"
+#include "row_warps.cuh"
+
 #define FLOAT64_SIGNIFICAND_BITS 53
 #define SUBNORMAL_BOTTOM_EXPONENT 1074
 #define SHIFT_LIMIT 63
-
-__device__ __forceinline__ long long global_warp() { return (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; }
-__device__ __forceinline__ long long warp_count() { return ((long long)gridDim.x * blockDim.x) >> 5; }
-
-// The row exponent of ozaki_split.py for a row maximum m >= 0: with m = f 2^E (frexp), E + 1
-// while f < 1 - 2^(1 - bits), else E + 2; 0 for m = 0.
-__device__ __forceinline__ int row_exponent_of_max(double max_abs, int bits)
-{
-    int e;
-    const double fraction = frexp(max_abs, &e);
-    return max_abs > 0.0 ? e + (fraction >= 1.0 - ldexp(1.0, 1 - bits) ? 2 : 1) : 0;
-}
 
 // exponents[i] = the row exponent of max_j |x_ij| (0 for an all-zero row); *nonfinite = 1 when
 // any element is NaN or Inf.
@@ -29,17 +19,8 @@ extern "C" __global__ void ozaki_row_exponents(const double *__restrict__ x, lon
 {
     const int lane = threadIdx.x & 31;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
-        const double *r = x + row * row_stride;
-        double max_abs = 0.0;
-        int bad = 0;
-        for (int j = lane; j < cols; j += 32) {
-            const double v = fabs(r[j]);
-            bad |= !isfinite(v);
-            max_abs = fmax(max_abs, v);  // fmax skips NaN; the flag reports it
-        }
-        for (int offset = 16; offset; offset >>= 1)
-            max_abs = fmax(max_abs, __shfl_xor_sync(FULL_MASK, max_abs, offset));
-        bad = __any_sync(FULL_MASK, bad);
+        int bad;
+        const double max_abs = warp_row_max(x + row * row_stride, cols, lane, bad);
         if (lane == 0) {
             exponents[row] = row_exponent_of_max(bad ? 0.0 : max_abs, bits);
             if (bad) *nonfinite = 1;

@@ -39,6 +39,7 @@
     !defined(MOST_NONZEROS_AT) || !defined(NORM_BITS_AT)
 #error "span_scan.cu needs the constants that span_scan.py passes with -D"
 #endif
+#include "column_exponents.cuh"
 #include "window_counts.cuh"
 
 #define SPAN_BINS (2 * SPAN_OFFSET)
@@ -64,15 +65,6 @@ static_assert(BATCH_VALUES <= SPREAD_VALUES && BATCH_VALUES <= NIBBLE_LIMIT && F
 static_assert(ALPHA_WINDOW_FIRST_BIN + WINDOW_BINS <= CENTER_BINS && DEVIATION_WINDOW_FIRST_BIN >= 0 &&
                   DEVIATION_WINDOW_FIRST_BIN + WINDOW_BINS <= SPAN_BINS,
               "the windows must lie inside their histograms");
-
-// split.exponents_of_maxima for a row maximum m >= 0: with m = f 2^E (frexp), E + 1 while
-// f < 1 - 2^(1 - bits), else E + 2; 0 for m = 0.
-__device__ __forceinline__ int row_exponent_of_max(double max_abs, int bits)
-{
-    int e;
-    const double fraction = frexp(max_abs, &e);
-    return max_abs > 0.0 ? e + (fraction >= 1.0 - ldexp(1.0, 1 - bits) ? 2 : 1) : 0;
-}
 
 // numpy's a // b (rounded towards minus infinity) for b > 0.
 __device__ __forceinline__ long long floor_divide(long long a, long long b)
