@@ -6,7 +6,7 @@ int8-<s> and int8-crt-<m> without the option): then each call on the GPU takes
 AUTO_WORKSPACE_FRACTION of the device memory free at that moment (cupy's pool counted as free), at
 least MIN_AUTO_WORKSPACE, and DEFAULT_WORKSPACE_BYTES on the CPU. The simulator leaves reserved()
 free for it beside the state. Backends give their cost per row of A (workspace_bytes_per_row);
-rows() turns it into the rows one chunk holds.
+rows() turns it into the rows one chunk holds, even_step into tile sides.
 """
 import numbers
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ DEFAULT_WORKSPACE_BYTES = 1 << 30
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
 AUTO = "auto"  # how an automatic workspace is reported in a backend's options
+TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows (even_step)
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,17 @@ class Workspace:
     def report(self):
         """The option's value for reports: "auto" or the bytes."""
         return AUTO if self.automatic else self.nominal
+
+
+def even_step(total: int, most: int) -> int:
+    """A step of at most `most` for `total` items: `total` itself when it fits; else the even
+    split into the fewest pieces of at most `most` (`most` first cut to a multiple of
+    TILE_ALIGNMENT when it holds one, which may cost a piece), rounded up to that multiple. The
+    INT8 GEMMs of unaligned tiles run slower (BENCHMARKS.md rounds 4 and 9)."""
+    if total <= most:
+        return total
+    if most >= TILE_ALIGNMENT:
+        most -= most % TILE_ALIGNMENT
+        step = -(-total // -(-total // most))
+        return min(most, -(-step // TILE_ALIGNMENT) * TILE_ALIGNMENT)
+    return -(-total // -(-total // most))

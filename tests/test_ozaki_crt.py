@@ -21,7 +21,8 @@ from gemm_backend.ozaki.crt import (
     row_scales,
 )
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki.crt_backend import TILE_ALIGNMENT, CrtLayout, OzakiCrtBackend, _even_step
+from gemm_backend.ozaki.crt_backend import CrtLayout, OzakiCrtBackend
+from gemm_backend.workspace import TILE_ALIGNMENT
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
 
@@ -336,15 +337,6 @@ def test_repeated_runs_and_tilings_give_identical_bits(rng):
     assert same_bits(first, tiled.matmul(a, b))
 
 
-@pytest.mark.parametrize("total, most", [(16384, 3640), (16384, 8191), (70000, 5000), (1000, 300)])
-def test_large_tiles_are_aligned_even_and_within_the_workspace(total, most):
-    step = _even_step(total, most)
-    pieces = -(-total // step)
-    assert step % TILE_ALIGNMENT == 0 and step <= most
-    assert pieces == -(-total // (most - most % TILE_ALIGNMENT))  # no more pieces than aligned ones need
-    assert pieces * step - total < TILE_ALIGNMENT * pieces  # pieces as even as alignment allows
-
-
 def test_tile_plans_stay_within_the_workspace(rng):
     """Random shapes, moduli and workspaces on both devices: the tile plan's memory (B's columns,
     then A's rows at that column count) fits the workspace, and large tiles are aligned."""
@@ -364,12 +356,6 @@ def test_tile_plans_stay_within_the_workspace(rng):
             assert used <= workspace
             for step, total in ((row_step, n_rows), (col_step, n_cols)):
                 assert step == total or step % TILE_ALIGNMENT == 0 or step < TILE_ALIGNMENT
-
-
-@pytest.mark.parametrize("total, most, expected", [(100, 1000, 100), (1000, 100, 100), (1000, 300, 256),
-                                                   (16384, 3640, 3328), (999, 250, 250)])
-def test_tile_steps(total, most, expected):
-    assert _even_step(total, most) == expected
 
 
 def test_real_mixed_and_empty_inputs(rng):

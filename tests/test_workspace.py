@@ -2,7 +2,7 @@
 GPU that ran out of memory; never for a fixed one or on the CPU."""
 import pytest
 
-from gemm_backend.workspace import Workspace
+from gemm_backend.workspace import TILE_ALIGNMENT, Workspace, even_step
 
 
 @pytest.fixture
@@ -48,3 +48,30 @@ def test_a_second_failure_is_raised(measured):
     with pytest.raises(MemoryError, match="still"):
         Workspace(automatic=True).run(True, body)
     assert measured == [False, True]
+
+
+@pytest.mark.parametrize("total, most", [(16384, 3640), (16384, 8191), (70000, 5000), (1000, 300)])
+def test_large_tiles_are_aligned_even_and_within_the_workspace(total, most):
+    step = even_step(total, most)
+    pieces = -(-total // step)
+    assert step % TILE_ALIGNMENT == 0 and step <= most
+    assert pieces == -(-total // (most - most % TILE_ALIGNMENT))  # no more pieces than aligned ones need
+    assert pieces * step - total < TILE_ALIGNMENT * pieces  # pieces as even as alignment allows
+
+
+@pytest.mark.parametrize("total, most, expected", [(100, 1000, 100), (1000, 100, 100), (1000, 300, 256),
+                                                   (16384, 3640, 3328), (999, 250, 250)])
+def test_tile_steps(total, most, expected):
+    assert even_step(total, most) == expected
+
+
+def test_ozaki1_tiles_are_aligned_where_the_workspace_holds_an_aligned_side():
+    """The Ozaki-I tile path cuts B's columns like Ozaki-II (even_step): a workspace that holds
+    1821 columns of 16384 gets tiles of 1792, not 1821 (which ran 2.2x slower on the H100)."""
+    from gemm_backend.ozaki.plan import plan_products
+    from gemm_backend.ozaki.tiles import b_row_bytes, tile_sizes
+
+    plan = plan_products(12, 2 * 16384)
+    per_column = 2 * b_row_bytes(plan)
+    rows, columns = tile_sizes(16384, 16384, 2, plan, 2 * 1821 * per_column + per_column)
+    assert columns % TILE_ALIGNMENT == 0 and columns <= 1821

@@ -30,9 +30,9 @@ from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
 from ..registry import moduli_counts
+from ..workspace import even_step
 
 SCHEME = "ozaki2"
-TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows
 # float64 arrays of a row's size that the CPU path holds at once while scaling and reducing a
 # row (magnitudes, ceilings, the scaled value and its three limbs, a residue, temporaries).
 _CPU_INPUT_TEMPORARIES = 10
@@ -212,7 +212,7 @@ class OzakiCrtBackend(GemmBackend):
         run slower)."""
         workspace = self.workspace_bytes if workspace is None else workspace
         per_column = layout.b_col_bytes(on_gpu)
-        col_step = _even_step(n_cols, max(1, workspace // 2 // per_column))
+        col_step = even_step(n_cols, max(1, workspace // 2 // per_column))
         per_row = layout.a_row_bytes(col_step, on_gpu)
         row_step = (workspace - col_step * per_column) // per_row
         if row_step < 1:
@@ -220,21 +220,8 @@ class OzakiCrtBackend(GemmBackend):
                 f"workspace_bytes={workspace} is too small for {self.name} at inner size {layout.k}: "
                 f"one row and one column need {per_row + per_column} bytes; raise workspace_bytes")
         if n_rows is not None:
-            row_step = _even_step(n_rows, row_step)
+            row_step = even_step(n_rows, row_step)
         return row_step, col_step
-
-
-def _even_step(total: int, most: int) -> int:
-    """A step of at most `most` for `total` items: `total` itself when it fits; else the even
-    split into the fewest pieces of at most `most` (`most` first cut to a multiple of
-    TILE_ALIGNMENT when it holds one, which may cost a piece), rounded up to that multiple."""
-    if total <= most:
-        return total
-    if most >= TILE_ALIGNMENT:
-        most -= most % TILE_ALIGNMENT
-        step = -(-total // -(-total // most))
-        return min(most, -(-step // TILE_ALIGNMENT) * TILE_ALIGNMENT)
-    return -(-total // -(-total // most))
 
 
 def _transposed_rows(b, cols: slice):

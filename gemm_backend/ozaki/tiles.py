@@ -14,6 +14,7 @@ from ..arrays import array_module, cupy_module, is_gpu_array
 from ..cublas_ex import K_ALIGNMENT, gemm_tn
 from ..errors import BackendError
 from ..kernel_launch import launch_per_element
+from ..workspace import even_step
 from .gate import embedded_gate_rows
 from .plan import ProductPlan, accumulate
 from .split import SlicePlacements, split_rows, split_rows_gpu
@@ -46,11 +47,12 @@ def b_row_bytes(plan: ProductPlan) -> int:
 
 
 def tile_sizes(m, n: int, width: int, plan: ProductPlan, workspace: int) -> tuple:
-    """(rows of A, columns of B) per tile, as even as the counts allow: B's columns (n of them,
-    width embedded rows each) take at most half of `workspace` bytes, rows of A (m of them; None
-    for unbounded) the rest."""
+    """(rows of A, columns of B) per tile, as even as the counts allow (workspace.even_step:
+    aligned where the workspace holds an aligned side): B's columns (n of them, width embedded
+    rows each) take at most half of `workspace` bytes, rows of A (m of them; None for
+    unbounded) the rest."""
     per_column = width * b_row_bytes(plan)
-    col_step = _even_step(n, max(1, workspace // 2 // per_column))
+    col_step = even_step(n, max(1, workspace // 2 // per_column))
     per_row = a_row_bytes(plan, width * col_step)
     row_step = (workspace - col_step * per_column) // per_row
     if row_step < 1:
@@ -58,7 +60,7 @@ def tile_sizes(m, n: int, width: int, plan: ProductPlan, workspace: int) -> tupl
             f"workspace_bytes={workspace} is too small for inner size {plan.inner // width}: "
             f"one row and one column need {per_row + per_column} bytes; raise workspace_bytes"
         )
-    return (row_step if m is None else _even_step(m, row_step)), col_step
+    return (row_step if m is None else even_step(m, row_step)), col_step
 
 
 def b_tiles(plan: ProductPlan, b, b_exps, width: int, col_step: int):
@@ -96,12 +98,6 @@ def embedded_b_rows(b, cols: slice, width: int):
     if width == 1:
         return xp.ascontiguousarray(block.T)
     return embedded_gate_rows(block.T)
-
-
-def _even_step(total: int, limit: int) -> int:
-    """The step that cuts total into as few pieces of at most limit as possible, evenly."""
-    pieces = max(1, -(-total // limit))
-    return max(1, -(-total // pieces))
 
 
 def steps(total: int, step: int):
