@@ -18,7 +18,7 @@ from ..kernel_launch import include_options, kernel_path, persistent_blocks
 from .spans import CENTER_BINS, SPAN_BINS, SPAN_OFFSET, SpanSummary
 
 _THREADS = 256
-_BLOCKS_PER_SM = 4  # the kernel's BLOCKS_PER_SM: 64 registers a thread (ptxas, sm_90), 36 KB of shared memory a block
+_BLOCKS_PER_SM = 4  # 64 registers a thread (ptxas, sm_90), 36 KB of shared memory a block
 _ROWS_PER_WARP_TILE = 32  # rows of a tile whose lanes go across rows (span_scan.cu)
 _COUNTER_LIMIT = 2**32 - 1  # the kernel's shared counters are 32-bit: a tile must count fewer values
 _FLOAT64_BYTES = 8
@@ -36,8 +36,9 @@ TOTAL_WORDS = NORM_BITS_AT + 1
 
 
 def compile_definitions() -> tuple:
-    """The -D options of kernels/span_scan.cu: spans.SPAN_OFFSET and the totals' layout."""
-    values = {"SPAN_OFFSET": SPAN_OFFSET, "DEVIATIONS_AT": DEVIATIONS_AT, "ALPHAS_AT": ALPHAS_AT,
+    """The -D options of kernels/span_scan.cu: spans.SPAN_OFFSET, the totals' layout and the
+    launch shape (the kernel's __launch_bounds__)."""
+    values = {"MAX_THREADS": _THREADS, "BLOCKS_PER_SM": _BLOCKS_PER_SM, "SPAN_OFFSET": SPAN_OFFSET, "DEVIATIONS_AT": DEVIATIONS_AT, "ALPHAS_AT": ALPHAS_AT,
               "CENTERS_AT": CENTERS_AT, "NORM_CENTERS_AT": NORM_CENTERS_AT, "LIVE_ROWS_AT": LIVE_ROWS_AT,
               "NONZEROS_AT": NONZEROS_AT, "MOST_NONZEROS_AT": MOST_NONZEROS_AT, "NORM_BITS_AT": NORM_BITS_AT}
     return tuple(f"-D{name}={value}" for name, value in values.items())

@@ -31,12 +31,13 @@
 // that have any. The window bins are absolute (alpha, and alpha - centre + SPAN_OFFSET), the same
 // for every lane, so the lanes of a warp may hold different rows.
 //
-// Compile-time constants from span_scan.py (-D): SPAN_OFFSET (spans.SPAN_OFFSET) and the word
-// offsets of the totals: DEVIATIONS_AT, ALPHAS_AT, CENTERS_AT, NORM_CENTERS_AT, LIVE_ROWS_AT,
-// NONZEROS_AT, MOST_NONZEROS_AT, NORM_BITS_AT.
+// Compile-time constants from span_scan.py (-D): SPAN_OFFSET (spans.SPAN_OFFSET), the word
+// offsets of the totals (DEVIATIONS_AT, ALPHAS_AT, CENTERS_AT, NORM_CENTERS_AT, LIVE_ROWS_AT,
+// NONZEROS_AT, MOST_NONZEROS_AT, NORM_BITS_AT) and the launch: MAX_THREADS threads a block,
+// BLOCKS_PER_SM blocks a multiprocessor (ptxas keeps a thread within 64 registers at 4).
 #if !defined(SPAN_OFFSET) || !defined(DEVIATIONS_AT) || !defined(ALPHAS_AT) || !defined(CENTERS_AT) || \
     !defined(NORM_CENTERS_AT) || !defined(LIVE_ROWS_AT) || !defined(NONZEROS_AT) ||                     \
-    !defined(MOST_NONZEROS_AT) || !defined(NORM_BITS_AT)
+    !defined(MOST_NONZEROS_AT) || !defined(NORM_BITS_AT) || !defined(MAX_THREADS) || !defined(BLOCKS_PER_SM)
 #error "span_scan.cu needs the constants that span_scan.py passes with -D"
 #endif
 #include "column_exponents.cuh"
@@ -44,8 +45,6 @@
 
 #define SPAN_BINS (2 * SPAN_OFFSET)
 #define CENTER_BINS SPAN_OFFSET
-#define MAX_THREADS 256
-#define BLOCKS_PER_SM 4  // span_scan.py's launch: ptxas keeps a thread within 64 registers
 #define MAX_TILE_ROWS 32
 #define BATCH_VALUES 6  // values a thread loads before it counts them (6: ptxas fits 64 registers)
 #define FLUSH_BATCHES (FIELD_LIMIT / BATCH_VALUES)  // batches between flushes of the window counts
