@@ -30,6 +30,8 @@ from . import measurement_gpu
 from .errors import SimulationError
 
 REDUCTION_CHUNK_QUBITS = 16  # amplitudes per reduction chunk: 2^16 (1 MiB of complex128, cache-sized)
+# The largest chunk whose rounded fractions (below 2^28, two per amplitude) sum exactly in float64.
+MAX_EXACT_CHUNK_QUBITS = 24
 ROW_BITS = 10  # a chunk's terms are summed to rows of at least 2^ROW_BITS floats first
 MAX_JOINT_QUBITS = 12  # qubits drawn jointly from one reduction; more are drawn in groups
 SQUARE_PRESCALE = 2.0**30  # (v * 2^30)^2 = v^2 * 2^60: the whole part counts units of 2^-60
@@ -44,7 +46,7 @@ def measurement_workspace_bytes(n_qubits: int, *, on_gpu: bool) -> int:
     GPU the kernels' bins (qsim.measurement_gpu, at most 64 KiB); on the CPU the chunk buffers."""
     if on_gpu:
         return measurement_gpu.workspace_bytes(min(n_qubits, MAX_JOINT_QUBITS))
-    return BUFFERS * 8 * (2 << min(n_qubits, REDUCTION_CHUNK_QUBITS))
+    return BUFFERS * 8 * (2 << _chunk_qubits(n_qubits))
 
 
 def outcome_weights(state, qubits) -> list:
@@ -70,7 +72,7 @@ def _chunked_sums(state, qubits) -> tuple:
     float64 over at most 2^25 of them (a chunk) without rounding."""
     xp = array_module(state)
     n_qubits = int(state.size).bit_length() - 1
-    chunk_qubits = min(n_qubits, REDUCTION_CHUNK_QUBITS, 24)  # 2^25 floats per chunk at most: exact fraction sums
+    chunk_qubits = _chunk_qubits(n_qubits)
     low = [q for q in qubits if q < chunk_qubits]
     high = [q for q in qubits if q >= chunk_qubits]
     # A chunk's terms are first summed into one row of 2^row_bits (float bits 0..row_bits-1, the
@@ -97,6 +99,12 @@ def _chunked_sums(state, qubits) -> tuple:
         fractions = work.reshape(-1, 1 << row_bits).sum(axis=0).reshape(shape).sum(axis=summed)
         fraction_sums[row] += fractions.astype(xp.int64)
     return whole_sums, fraction_sums, high, low
+
+
+def _chunk_qubits(n_qubits: int) -> int:
+    """Qubits of a CPU reduction chunk: REDUCTION_CHUNK_QUBITS, at most the state's and
+    MAX_EXACT_CHUNK_QUBITS."""
+    return min(n_qubits, REDUCTION_CHUNK_QUBITS, MAX_EXACT_CHUNK_QUBITS)
 
 
 def _host_weights(whole_sums, fraction_sums, qubits, high, low) -> list:

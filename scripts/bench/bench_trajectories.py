@@ -100,6 +100,9 @@ def main():
     args = parser.parse_args()
     if args.json:
         check_output_path_or_exit(args.json, "--json", parser.prog)
+    if not 1 <= args.chunk_qubits <= measurement.MAX_EXACT_CHUNK_QUBITS:
+        parser.error(f"--chunk-qubits must be 1..{measurement.MAX_EXACT_CHUNK_QUBITS} (larger chunks would not sum "
+                     f"exactly), got {args.chunk_qubits}")
     measurement.REDUCTION_CHUNK_QUBITS = args.chunk_qubits
     device = resolve_device(args.device)
     bandwidth = copy_bandwidth(device.on_gpu)
