@@ -6,7 +6,8 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki.gate import FUSED_DIMS, PACKED_K, embedded_gate_rows, fragment_index, plan_launch, tiles
+from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WideLaunch, embedded_gate_rows, fragment_index,
+                                    plan_launch, tiles, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -46,10 +47,26 @@ def test_launch_limits():
     assert (sixteen.n_tiles, sixteen.prefetch, sixteen.blocks_per_sm) == (2, False, 2)
     assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
     assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
-    assert plan_launch(128, plan_products(7, 256)) is None  # K = 128 stays on the tile path
+    assert plan_launch(512, plan_products(7, 1024)) is None  # K = 512 stays on the tile path
     assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
     big = plan_launch(64, plan_products(13, 128))
     assert big is not None and big.shared_bytes <= 227 * 1024 and big.blocks_per_sm == 1
+
+
+def test_wide_launch_limits():
+    """K = 128, 256 take the wide kernel while the tile's column digits fit in shared memory;
+    four n-tiles per warp only where the diagonal sums leave registers for them."""
+    seven = plan_launch(128, plan_products(9, 256, 8, 10))
+    assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
+    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true>"  # chunks 10, 9, ..., 4 and (3, 2)
+    eight = plan_launch(256, plan_products(9, 512, 9, 10))
+    assert (eight.warp_n_tiles, eight.gate_digits_held, eight.staged) == (2, 9, False)  # no room for the stage
+    five = plan_launch(256, plan_products(5, 512, 5, 7))
+    assert (five.warp_n_tiles, five.gate_digits_held, five.staged) == (4, 3, False)
+    assert wide_launch(256, plan_products(5, 512, 5, 7), staged=True).staged  # fits, though slower
+    assert plan_launch(128, plan_products(12, 256)).warp_n_tiles == 2  # 23 diagonals
+    assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
+    assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -246,3 +263,107 @@ def test_deferred_nonfinite_check_in_a_run(rng):
     backend.apply_batched(cp.asarray(haar_unitary(8, rng)), x, x)  # no error yet: deferred
     with pytest.raises(BackendError, match="NaN or Inf"):
         backend.finish_run()
+
+
+# -- GPU: the wide kernel (K = 128, 256) ---------------------------------------------------
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("d", [7, 8])
+@pytest.mark.parametrize("splits", [3, 9, 13])
+@pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
+def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
+    """Strides R = 2^q at q = 0, 1, middle and top; column counts below, at and past one
+    32-column tile; zero, subnormal and threshold columns."""
+    n_left, n_right = shape_of
+    k = 1 << d
+    u = haar_unitary(k, rng)
+    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
+    x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
+    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
+    assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
+    assert same_bits(got, expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("k", WIDE_DIMS)
+@pytest.mark.parametrize("state_slices, gate_slices, top", [(9, 8, 10), (5, 5, 7), (12, 4, 13), (4, 12, 9), (7, 7, 14)])
+@pytest.mark.parametrize("warp_n_tiles, held, staged", [(2, 9, False), (4, 3, True), (4, 4, False)])
+def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, top, warp_n_tiles, held, staged, rng):
+    """Unequal digit counts, tops below and past s_a + s_b, every register shape, against the CPU tiles."""
+    import dataclasses
+
+    import cupy as cp
+
+    from gemm_backend.ozaki.gate import apply_fused_gate
+
+    plan = plan_products(state_slices, 2 * k, gate_slices, top)
+    staged = staged and wide_launch(k, plan, staged=True) is not None
+    launch = dataclasses.replace(wide_launch(k, plan, staged), warp_n_tiles=warp_n_tiles, gate_digits_held=held)
+    u = haar_unitary(k, rng)
+    x = _state(rng, (33, k, 2), special=True)
+    expected = np.empty_like(x)
+    gemm_backend.get("int8-auto")._apply_tiles(u, x, expected, plan, 1 << 26)
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
+    assert same_bits(x_gpu.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11, 12), (1, 2, 4, 6, 7, 10, 12, 13), (6, 7, 8, 9, 10, 11, 12, 13),
+                                     (13, 0, 5, 1, 9, 2, 11, 3)])
+@pytest.mark.parametrize("d", [7, 8])
+def test_wide_scattered_targets_in_place_and_out(targets, d, rng):
+    """Any target bits (the lowest state bit among them or not, the top one, an unsorted order),
+    in place and out of place, against the CPU tiles on the transposed copy's columns."""
+    import cupy as cp
+
+    from gemm_backend.ozaki.gate import apply_fused_gate
+
+    k = 1 << d
+    targets = targets[:d]
+    plan = plan_products(9, 2 * k, 8, 10)
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << 14) * 2.0 ** rng.integers(-20, 20, size=1 << 14)
+    expected = state.copy()
+    _cpu_scattered(u, expected, targets, plan)
+    x_gpu, out_gpu = cp.asarray(state), cp.empty(state.shape, cp.complex128)
+    apply_fused_gate(cp.asarray(u), x_gpu, out_gpu, plan, plan_launch(k, plan), targets=targets)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, plan_launch(k, plan), targets=targets)
+    assert same_bits(out_gpu.get(), expected)
+    assert same_bits(x_gpu.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_wide_nonfinite_columns_are_left_and_reported(rng):
+    import cupy as cp
+
+    u = cp.asarray(haar_unitary(128, rng))
+    x = cp.asarray(crandn(rng, 40, 128, 1))
+    x[37, 5, 0] = cp.inf
+    before = x.copy()
+    backend = gemm_backend.get("int8-9")
+    with pytest.raises(BackendError, match="NaN or Inf"):
+        backend.apply_batched(u, x, x)
+    assert same_bits(x[37].get(), before[37].get())  # the bad column as it was
+    clean = before.copy()
+    clean[37] = 0
+    backend.apply_batched(u, clean, clean)
+    assert same_bits(x[:37].get(), clean[:37].get()) and same_bits(x[38:].get(), clean[38:].get())
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_wide_gates_in_a_run_match_cpu_in_place():
+    """A run of 7-qubit int8-auto gates: the wide kernel in place on the GPU, the CPU tiles' bits."""
+    from circuits import brickwork
+    from qsim import Simulator
+
+    circuit = brickwork(15, 7, 3, seed=5)
+    results = {device: Simulator(backend="int8-auto", device=device, progress=False).run(circuit)
+               for device in ("cpu", "gpu")}
+    assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
+    kernels = {info["kernel"] for info in results["gpu"].gate_info}
+    assert kernels == {"fused"}, kernels

@@ -18,7 +18,7 @@ the H100 (BENCHMARKS.md); the choice depends on K alone, so CPU and GPU give the
 
 Where the work runs:
 - apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernel
-  (gate.py) for K <= 64, in place, every amplitude read and written once.
+  (gate.py) for K <= 256, in place, every amplitude read and written once.
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
@@ -32,7 +32,7 @@ from ..errors import BackendError
 from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
 from ..workspace import Workspace
 from .crt_backend import OzakiCrtBackend
-from .gate import FUSED_DIMS, apply_fused_gate, build_kernel, plan_launch
+from .gate import FUSED_DIMS, WIDE_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan, plan_products
 from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
 from .span_scan import scan_gpu
@@ -62,7 +62,7 @@ class OzakiBackend(GemmBackend):
             element <= rho; when no s <= 18 qualifies that GEMM falls back to native matmul.
         workspace_bytes: working memory of the tile path (default: module docstring).
         fused: use the fused gate kernel on the GPU where it applies (default True).
-        large_gates: the scheme of apply_batched for gates above the fused kernel's K = 64:
+        large_gates: the scheme of apply_batched for gates above K = 64:
             "auto" (int8-auto's default with the fp64 and target rules: Ozaki-II from
             K = OZAKI2_FROM_K, where it was measured faster), "ozaki2" (every such gate) or
             "ozaki1" (the only one for fixed splits and rho). The choice depends on K alone, so
@@ -191,7 +191,7 @@ class OzakiBackend(GemmBackend):
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
         """The fused kernel addresses any targets; the rho rule needs the state's columns as a view."""
-        return (on_gpu and self.fused and self.split_rule.plans_from_gate and k in FUSED_DIMS
+        return (on_gpu and self.fused and self.split_rule.plans_from_gate and k in FUSED_DIMS + WIDE_DIMS
                 and not self._takes_ozaki2(k))
 
     def apply_scattered(self, u, state, targets) -> bool:

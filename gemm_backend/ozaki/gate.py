@@ -1,10 +1,15 @@
-"""The fused INT8 Ozaki-I gate kernel on the GPU (kernels/ozaki_gate.cu).
+"""The fused INT8 Ozaki-I gate kernels on the GPU (kernels/ozaki_gate.cu, ozaki_gate_wide.cu).
 
-out[l] = U @ x[l] on an (L, K, R) view with every amplitude read once and written once: the
-column digits are made in registers, the gate's digits (made once per gate, here) sit in shared
-memory in mma fragment order, INT8 tensor-core products, exact diagonal sums, FP64
-accumulation, one write. Its bits equal the numpy specification (ozaki.py with the same plan):
-A = the state's columns (plan.a_slices digits), B = the gate (plan.b_slices digits).
+out[l] = U @ x[l] on an (L, K, R) view, or on the columns at any target bits of a flat state,
+with every amplitude read once and written once: the column digits are made on chip, the gate's
+digits are made once per gate (here) in mma fragment order, INT8 tensor-core products, exact
+diagonal sums, FP64 accumulation, one write. Their bits equal the numpy specification
+(backend.py's tile path with the same plan): A = the state's columns (plan.a_slices digits),
+B = the gate (plan.b_slices digits).
+
+Two kernels: for K <= 64 (FUSED_DIMS) a quad of lanes holds a column's digits in registers and the
+gate's digits sit in shared memory (Launch); for K = 128, 256 (WIDE_DIMS) a block makes the digits
+of WIDE_COLUMNS columns in shared memory and reads the gate's digits through L2 (WideLaunch).
 """
 import functools
 from dataclasses import dataclass
@@ -18,6 +23,15 @@ from .split import row_exponents, split_rows
 from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
+WIDE_DIMS = (128, 256)
+WIDE_COLUMNS = 32  # columns of the wide kernel's block tile (NB)
+WIDE_WARPS = 8
+# Registers of the wide kernel's int32 diagonal sums per lane: WARP_NT n-tiles x 4 per diagonal.
+# Four n-tiles per warp (half the L2 reads of the gate's digits per product) while these stay
+# within WIDE_DIAGONAL_REGISTERS[K], else two; the next tile staged in shared memory at K = 128
+# only. The shapes measured fastest on the H100 (BENCHMARKS.md round 10, wide_variants.py).
+WIDE_DIAGONAL_REGISTERS = {128: 144, 256: 96}
+WIDE_STAGED_DIMS = (128,)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told
 # apart by a few free qubits, target_layout.packing_qubits) form one kernel column under the gate
 # I (x) U, each with its own exponent, so every bit is the small gate's while the mma k-tiles are
@@ -57,6 +71,54 @@ class Launch:
                 f"{self.n_tiles}, {str(self.prefetch).lower()}, {self.blocks_per_sm}>")
 
 
+@dataclass(frozen=True)
+class WideLaunch:
+    """A variant of the wide kernel (K = 128, 256; the plan compiled in) and its shared memory."""
+
+    k: int
+    state_slices: int
+    gate_slices: int
+    top: int
+    chunk_tops: int
+    warp_n_tiles: int  # n-tiles of 8 columns each warp computes per m-tile
+    gate_digits_held: int  # gate digits a lane holds in registers at once
+    staged: bool  # the next tile's amplitudes copied into shared memory while this tile's products run
+    shared_bytes: int
+
+    @property
+    def group(self) -> int:
+        return self.k
+
+    @property
+    def name(self) -> str:
+        return (f"ozaki_gate_wide<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, "
+                f"{self.chunk_tops}ULL, {WIDE_COLUMNS}, {self.warp_n_tiles}, {self.gate_digits_held}, "
+                f"{str(self.staged).lower()}>")
+
+
+def wide_shared_bytes(k: int, state_slices: int, staged: bool) -> int:
+    """The wide kernel's shared memory: the tile's column digits, its WideTables (amplitude
+    offsets, column offsets, gate and column exponents, column maxima), and when staged the next
+    tile's complex128 amplitudes."""
+    return state_slices * 2 * k * WIDE_COLUMNS + 12 * k + 16 * WIDE_COLUMNS + (16 * k * WIDE_COLUMNS if staged else 0)
+
+
+def wide_launch(k: int, plan, staged: bool = None):
+    """The WideLaunch for a gate of size k in WIDE_DIMS under `plan`, or None when its column
+    digits do not fit in shared memory; staged by default at K in WIDE_STAGED_DIMS where the stage
+    fits beside them."""
+    if staged is None:
+        staged = k in WIDE_STAGED_DIMS and wide_shared_bytes(k, plan.a_slices, True) <= shared_limit(1)
+    shared = wide_shared_bytes(k, plan.a_slices, staged)
+    if shared > shared_limit(1):
+        return None
+    diagonals = min(plan.top, plan.a_slices + plan.b_slices) - 1
+    warp_n_tiles = 4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2
+    held = min(plan.b_slices, 3 if warp_n_tiles == 4 else 9)
+    return WideLaunch(k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), warp_n_tiles, held, staged,
+                      shared)
+
+
 def tiles(k: int) -> tuple:
     """(k-tiles, m-tiles, amplitude slots per lane) of the kernel for K = k."""
     k_tiles, m_tiles = -(-2 * k // 32), -(-2 * k // 16)
@@ -86,11 +148,14 @@ def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
 
 def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None,
                 packed: bool = True):
-    """The Launch for a gate of size k under `plan` (shape from default_shape unless given), or
-    None when the fused kernel cannot take it. packed: sizes in PACKED_GATE_DIMS run in the
+    """The Launch for a gate of size k under `plan` (shape from default_shape unless given; a
+    WideLaunch for k in WIDE_DIMS, which has one shape), or None when no fused kernel takes it. packed: sizes in PACKED_GATE_DIMS run in the
     PACKED_K kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
-    if k not in FUSED_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS or plan.top > MAX_TOP:
+    if (k not in FUSED_DIMS + WIDE_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS
+            or plan.top > MAX_TOP):
         return None
+    if k in WIDE_DIMS:
+        return wide_launch(k, plan)
     group, k = k, PACKED_K if packed and k in PACKED_GATE_DIMS else k
     default = default_shape(k, plan.a_slices, plan.b_slices)
     n_tiles = default[0] if n_tiles is None else n_tiles
@@ -171,7 +236,8 @@ def _device_fragment_index(k: int) -> tuple:
 # -- launch -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str):
-    return raw_module("ozaki_gate.cu", [name]).get_function(name)
+    source = "ozaki_gate_wide.cu" if name.startswith("ozaki_gate_wide<") else "ozaki_gate.cu"
+    return raw_module(source, [name]).get_function(name)
 
 
 def build_kernel(launch: Launch) -> None:
@@ -207,9 +273,13 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=No
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
     n_columns = x.size // launch.k
-    blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
+    if isinstance(launch, WideLaunch):
+        blocks, threads = persistent_blocks(-(-n_columns // WIDE_COLUMNS), 1), 32 * WIDE_WARPS
+    else:
+        blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
+        threads = 32 * launch.warps
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
-    kernel((blocks,), (32 * launch.warps,),
+    kernel((blocks,), (threads,),
            (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), fragments, exponents, flag),
            shared_mem=launch.shared_bytes)
     if nonfinite is None and int(flag[0]):

@@ -1,0 +1,261 @@
+// Fused INT8 Ozaki-I gate for K = 128 and 256 (gemm_backend/ozaki/gate.py): every column of the
+// flat complex128 state (the K amplitudes at the gate's target bits, gate_tiles.cuh's
+// TargetLayout) becomes U times itself, every amplitude read once and written once, no digit or
+// partial product in global memory. The arithmetic is ozaki_gate.cu's (ozaki_digits.cuh), so
+// the bits equal the numpy specification with the same plan: column exponent per column over its
+// 2K reals, balanced base-256 digits of the scaled column, the plan's digit products exact in
+// int32 per diagonal, chunks summed exactly, FP64 accumulation from the top chunk down.
+//
+// Why another kernel: at K >= 128 a column's digits no longer fit in a quad's registers, nor
+// the gate's digits in shared memory. So a block owns a tile of NB columns at a time: it reads
+// them (coalesced whichever bit is lowest), makes their digits straight into shared memory in
+// mma B-fragment order, then each warp computes whole m-tiles (8 output amplitudes) for
+// WARP_NT of the tile's n-tiles, reading the gate's digits (made once per gate, in
+// ozaki_gate.cu's A-fragment order: amplitude 4 j + t of a k-tile in lane t) through L2, and
+// writes them. The column digits are read from shared memory once per gate digit, the gate's
+// once per state digit and n-tile of the warp.
+
+#include "gate_tiles.cuh"
+#include "ozaki_digits.cuh"
+
+#define WIDE_WARPS 8
+
+// Shared memory of a block, after the column digits ([SX][KT][NB / 8][32] uint2).
+template <int K, int NB> struct WideTables {
+    long long amplitude[K];        // amplitude(a) of TargetLayout
+    int column[NB];                // column(j) for the tile's columns j
+    int gate_exponent[K];          // the exponent of output amplitude a's embedded rows
+    int column_exponent[NB];       // per tile column, BAD_COLUMN for NaN or Inf
+    unsigned long long largest[NB];  // bits of the column's largest |value| while it is found
+};
+
+// The mma column (B-fragment lane group g) that holds column c of an 8-column n-tile: the inverse
+// of c = 4 (g & 1) + (g >> 1), so that lane t's two output columns 2 t, 2 t + 1 are tile columns
+// t and 4 + t, and a store instruction of the warp covers 4 neighbouring columns.
+__device__ __forceinline__ int mma_column_of(int c) { return 2 * (c & 3) + (c >> 2); }
+
+// The amplitude pair a thread digitises: amplitudes 8 m + t and 8 m + t + 4 of tile column n
+// fill one 32-bit B-fragment word (slots 2 m, 2 m + 1 of lane t). Item i of the tile maps to
+// (n, m, t) with t fastest when the lowest target is state bit 0 (lanes then walk amplitudes
+// that are neighbours in memory), else with n fastest (the tile's columns are neighbours).
+struct PairItem {
+    int n, m, t;
+};
+template <int K, int NB> __device__ __forceinline__ PairItem pair_item(int i, bool amplitude_fast)
+{
+    constexpr int PAIRS_PER_QUAD = K / 8;
+    if (amplitude_fast) return {i / (4 * PAIRS_PER_QUAD), (i >> 2) % PAIRS_PER_QUAD, i & 3};
+    return {i % NB, i / (4 * NB), (i / NB) & 3};
+}
+
+// Copies this thread's pairs of the tile whose column 0 is tile_base (first column index
+// first_column) into its stage slots (cp.async, one group; zeros past the last column). Out of
+// line: inlined, its addresses stayed live into the product loop and spilled.
+template <int K, int NB, int ITEMS>
+__device__ __noinline__ void stage_tile(const double2 *x, double2 *staged, long long tile_base, long long first_column,
+                                        long long n_columns, const int *column, const long long *amplitude,
+                                        bool amplitude_fast)
+{
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
+        const bool ok = first_column + item.n < n_columns;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+            const double2 *source = x + tile_base + column[item.n] + amplitude[8 * item.m + item.t + 4 * s];
+            copy_async_16(&staged[(it * WIDE_WARPS * 32 + threadIdx.x) * 2 + s], ok ? source : x, ok);
+        }
+    }
+    copy_async_commit();
+}
+
+template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NB, int WARP_NT, int QB, bool STAGED>
+__global__ void __launch_bounds__(WIDE_WARPS * 32, 1)
+ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
+                const uint4 *__restrict__ gate, const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
+{
+    using Shape = GateShape<K>;
+    constexpr int KT = Shape::KT, MT = Shape::MT, NTB = NB / 8;
+    constexpr int ITEMS = NB * K / 2 / (WIDE_WARPS * 32);  // amplitude pairs per thread and tile
+    constexpr int HELD = ITEMS < 8 ? ITEMS : 8;
+    constexpr int WARPS_PER_MT = NTB / WARP_NT;             // warps that share one m-tile's columns
+    constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
+    static_assert(K == 128 || K == 256, "the wide kernel takes K = 128 and 256");
+    static_assert(NB % (8 * WARP_NT) == 0 && WIDE_WARPS % WARPS_PER_MT == 0, "warps tile the block's columns");
+    static_assert((NB * K / 2) % (WIDE_WARPS * 32) == 0, "whole amplitude pairs per thread");
+
+    extern __shared__ uint2 column_digits[];  // [SX][KT][NTB][32]: lane (g, t) of n-tile nt, registers b0, b1
+    auto &tables = *(WideTables<K, NB> *)(column_digits + SX * KT * NTB * 32);
+    // STAGED: the next tile's amplitudes, copied in (cp.async) while this tile's products run;
+    // thread i's pairs at [it][i][2], so that each thread reads back only what it copied
+    double2 *staged = (double2 *)((char *)&tables + sizeof(WideTables<K, NB>));
+    static_assert(sizeof(WideTables<K, NB>) % 16 == 0, "the stage is 16-byte aligned");
+    const TargetLayout<K> layout(targets);
+    for (int i = threadIdx.x; i < K; i += blockDim.x) {
+        tables.amplitude[i] = layout.amplitude(i);
+        tables.gate_exponent[i] = gate_exponents[i];
+    }
+    for (int i = threadIdx.x; i < NB; i += blockDim.x) tables.column[i] = (int)layout.column(i);
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+    const bool amplitude_fast = (targets & 63u) == 0;  // the engine passes the targets ascending
+    // the warp's m-tiles and n-tiles: m-tile warp / WARPS_PER_MT (+ WIDE_WARPS / WARPS_PER_MT each
+    // round), n-tiles WARP_NT (warp % WARPS_PER_MT) ..
+    const int first_mt = warp / WARPS_PER_MT, mt_step = WIDE_WARPS / WARPS_PER_MT;
+    const int first_nt = WARP_NT * (warp % WARPS_PER_MT);
+    int found_bad = 0;
+    const long long n_tiles = (n_columns + NB - 1) / NB;
+    auto source_of = [&](long long tile_index, int it, int s, bool &ok) {
+        const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
+        ok = tile_index * NB + item.n < n_columns;
+        return x + layout.column(tile_index * NB) + tables.column[item.n] + tables.amplitude[8 * item.m + item.t + 4 * s];
+    };
+    auto stage = [&](long long tile_index) {
+        if (tile_index < n_tiles)
+            stage_tile<K, NB, ITEMS>(x, staged, layout.column(tile_index * NB), tile_index * NB, n_columns, tables.column,
+                                     tables.amplitude, amplitude_fast);
+    };
+    if (STAGED) stage(blockIdx.x);
+    for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const long long tile_base = layout.column(tile * NB);
+        // read: every pair of this thread, and the columns' largest |value|
+        for (int i = threadIdx.x; i < NB; i += blockDim.x) tables.largest[i] = 0;
+        if (STAGED) copy_async_wait_all();
+        __syncthreads();
+        // unstaged, the first HELD pairs stay in registers until their digits are made, the rest
+        // (K = 256) are read again then, from L2
+        auto load_pair = [&](int it, double2 (&pair)[2], bool again) {
+#pragma unroll
+            for (int s = 0; s < 2; ++s) {
+                if (STAGED) {
+                    pair[s] = staged[(it * WIDE_WARPS * 32 + threadIdx.x) * 2 + s];
+                } else {
+                    bool ok;
+                    const double2 *source = source_of(tile, it, s, ok);
+                    pair[s] = !ok ? make_double2(0.0, 0.0) : it < HELD || again ? __ldcs(source) : __ldcg(source);
+                }
+            }
+        };
+        double2 v[HELD][2];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
+            double2 read[2];
+            load_pair(it, it < HELD ? v[it < HELD ? it : 0] : read, false);
+            const double2 (&pair)[2] = it < HELD ? v[it < HELD ? it : 0] : read;
+            unsigned long long largest = 0;
+#pragma unroll
+            for (int s = 0; s < 2; ++s) {
+                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(pair[s].x)));
+                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(pair[s].y)));
+            }
+            if (amplitude_fast) {  // the warp's 32 pairs lie in one column (K / 2 >= 32 pairs each)
+#pragma unroll
+                for (int offset = 16; offset; offset >>= 1)
+                    largest = max(largest, (unsigned long long)__shfl_xor_sync(0xffffffffu, largest, offset));
+                if (lane == 0) atomicMax(&tables.largest[item.n], largest);
+            } else {
+                atomicMax(&tables.largest[item.n], largest);
+            }
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < NB; i += blockDim.x) {
+            tables.column_exponent[i] = column_exponent_of_max_bits(tables.largest[i]);
+            found_bad |= tables.column_exponent[i] == BAD_COLUMN && tile * NB + i < n_columns;
+        }
+        __syncthreads();
+        // digits: y = x 2^(8 SX - e), then the B-fragment word of each digit
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
+            double2 read[2];
+            if (it >= HELD) load_pair(it, read, true);
+            const double2 (&pair)[2] = it < HELD ? v[it < HELD ? it : 0] : read;
+            const int exponent = tables.column_exponent[item.n];
+            const bool bad = exponent == BAD_COLUMN;
+            const int shift = bad ? 0 : 8 * SX - exponent;
+            double parts[4] = {pair[0].x, pair[0].y, pair[1].x, pair[1].y};
+            if (bad || power_of_two_fits(shift)) {
+                const double scale = bad ? 0.0 : two_to(shift);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) parts[i] *= scale;
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) parts[i] = ldexp_slow(parts[i], shift);
+            }
+            unsigned words[SX];
+            digit_fragment_words<SX>(parts, words);
+            // slots 2 m, 2 m + 1 of lane t: k-tile m / 2, register m % 2 of lane (mma column of n, t)
+            unsigned *word = (unsigned *)&column_digits[((item.m >> 1) * NTB + (item.n >> 3)) * 32
+                                                        + 4 * mma_column_of(item.n & 7) + item.t] + (item.m & 1);
+#pragma unroll
+            for (int p = 0; p < SX; ++p) word[p * KT * NTB * 32 * 2] = words[p];
+        }
+        __syncthreads();
+        if (STAGED) stage(tile + gridDim.x);  // this thread has read its own stage slots
+
+        // products: per m-tile of this warp, the plan's digit pairs for its WARP_NT n-tiles
+#pragma unroll 1
+        for (int mt = first_mt; mt < MT; mt += mt_step) {
+            int diagonal[TMAX + 1][WARP_NT][4];
+#pragma unroll
+            for (int t_ = 0; t_ <= TMAX; ++t_)
+#pragma unroll
+                for (int nt = 0; nt < WARP_NT; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) diagonal[t_][nt][i] = 0;
+            const uint4 *gate_tile = gate + (long long)mt * KT * 32 + lane;
+#pragma unroll 1
+            for (int kt = 0; kt < KT; ++kt) {
+                const uint2 *digits_kt = column_digits + (kt * NTB + first_nt) * 32 + lane;
+                // QB gate digits at a time in registers, each used for every state digit and n-tile
+#pragma unroll
+                for (int q0 = 1; q0 <= SG; q0 += QB) {
+                    if (q0 + 1 > TMAX) continue;
+                    uint4 a[QB];
+#pragma unroll
+                    for (int j = 0; j < QB; ++j)
+                        if (q0 + j <= SG && q0 + j + 1 <= TMAX)
+                            a[j] = __ldg(gate_tile + ((long long)(q0 + j - 1) * MT * KT + kt) * 32);
+#pragma unroll
+                    for (int p = 1; p <= SX; ++p) {
+                        if (p + q0 > TMAX) continue;
+                        uint2 b[WARP_NT];
+#pragma unroll
+                        for (int nt = 0; nt < WARP_NT; ++nt) b[nt] = digits_kt[((p - 1) * KT * NTB + nt) * 32];
+#pragma unroll
+                        for (int j = 0; j < QB; ++j) {
+                            if (q0 + j > SG || p + q0 + j > TMAX) continue;
+#pragma unroll
+                            for (int nt = 0; nt < WARP_NT; ++nt)
+                                mma_s8(diagonal[p + q0 + j][nt], a[j], b[nt].x, b[nt].y);
+                        }
+                    }
+                }
+            }
+            double acc[WARP_NT][4];
+            accumulate_chunks<TMAX, CHUNK_TOPS, WARP_NT>(diagonal, acc);
+
+            // C fragment: acc[nt][half] = Re, acc[nt][2 + half] = Im of amplitude 8 mt + g in mma
+            // column 2 t + half, which is column 4 half + t of n-tile first_nt + nt
+            const int amplitude = 8 * mt + g;
+            const int gate_exponent = tables.gate_exponent[amplitude];
+            double2 *amplitude_out = out + tile_base + tables.amplitude[amplitude];
+#pragma unroll
+            for (int nt = 0; nt < WARP_NT; ++nt)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int column = 8 * (first_nt + nt) + 4 * half + t;
+                    const int column_exponent = tables.column_exponent[column];
+                    if (tile * NB + column >= n_columns || column_exponent == BAD_COLUMN) continue;
+                    const int k = column_exponent + gate_exponent;
+                    __stcs(amplitude_out + tables.column[column],
+                           make_double2(scale_by(acc[nt][half], k), scale_by(acc[nt][2 + half], k)));
+                }
+        }
+        __syncthreads();  // the next tile's digits overwrite this one's
+    }
+    if (STAGED) copy_async_wait_all();
+    if (found_bad) *nonfinite = 1;
+}
