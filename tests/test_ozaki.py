@@ -580,16 +580,19 @@ def test_gpu_auto_large_gates_match_cpu(shape, rng):
 
 @pytest.mark.gpu
 @requires_gpu
-def test_gpu_brickwork_simulation_matches_cpu():
+@pytest.mark.parametrize("n_qubits, gate_size, depth, seed, kernel", [(20, 4, 2, 11, None), (15, 7, 3, 5, "fused")])
+def test_gpu_brickwork_simulation_matches_cpu(n_qubits, gate_size, depth, seed, kernel):
+    """int8-auto runs give the CPU's bits; 7-qubit gates run in place in the wide fused kernel."""
     from circuits import brickwork
     from qsim import Simulator
 
-    circuit = brickwork(20, 4, 2, seed=11)
+    circuit = brickwork(n_qubits, gate_size, depth, seed=seed)
     results = {device: Simulator(backend="int8-auto", device=device, progress=False).run(circuit)
                for device in ("cpu", "gpu")}
     assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
     splits = [info["splits"] for info in results["gpu"].gate_info]
     assert len(splits) == len(circuit.gates) and all(s in range(3, 19) for s in splits)
+    assert kernel is None or {info["kernel"] for info in results["gpu"].gate_info} == {kernel}
     assert splits == [info["splits"] for info in results["cpu"].gate_info]
 
 

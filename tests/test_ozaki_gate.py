@@ -353,17 +353,3 @@ def test_wide_nonfinite_columns_are_left_and_reported(rng):
     backend.apply_batched(u, clean, clean)
     assert same_bits(x[:37].get(), clean[:37].get()) and same_bits(x[38:].get(), clean[38:].get())
 
-
-@pytest.mark.gpu
-@requires_gpu
-def test_wide_gates_in_a_run_match_cpu_in_place():
-    """A run of 7-qubit int8-auto gates: the wide kernel in place on the GPU, the CPU tiles' bits."""
-    from circuits import brickwork
-    from qsim import Simulator
-
-    circuit = brickwork(15, 7, 3, seed=5)
-    results = {device: Simulator(backend="int8-auto", device=device, progress=False).run(circuit)
-               for device in ("cpu", "gpu")}
-    assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
-    kernels = {info["kernel"] for info in results["gpu"].gate_info}
-    assert kernels == {"fused"}, kernels
