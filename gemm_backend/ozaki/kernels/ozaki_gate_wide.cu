@@ -34,36 +34,37 @@ template <int K, int NB> struct WideTables {
 // t and 4 + t, and a store instruction of the warp covers 4 neighbouring columns.
 __device__ __forceinline__ int mma_column_of(int c) { return 2 * (c & 3) + (c >> 2); }
 
-// The amplitude pair a thread digitises: amplitudes 8 m + t and 8 m + t + 4 of tile column n
-// fill one 32-bit B-fragment word (slots 2 m, 2 m + 1 of lane t). Item i of the tile maps to
-// (n, m, t) with t fastest when the lowest target is state bit 0 (lanes then walk amplitudes
-// that are neighbours in memory), else with n fastest (the tile's columns are neighbours).
-struct PairItem {
-    int n, m, t;
+// The amplitudes a thread digitises at a time: 16 kt + t + 4 j (j < 4) of tile column n, whose
+// digits fill the two B-fragment registers of lane (mma column of n, t) in k-tile kt (b0: j = 0, 1;
+// b1: j = 2, 3), so one 8-byte store per digit. Item i of the tile: lane bits (t, n % 8), then
+// the n-tile, then the k-tile: a warp's 32 lanes write one whole 256-byte fragment row (no bank
+// conflicts) and read 8 neighbouring columns x 4 neighbouring amplitudes (whole sectors whichever
+// state bit is lowest).
+struct QuadItem {
+    int n, kt, t;
 };
-template <int K, int NB> __device__ __forceinline__ PairItem pair_item(int i, bool amplitude_fast)
+template <int NB> __device__ __forceinline__ QuadItem quad_item(int i)
 {
-    constexpr int PAIRS_PER_QUAD = K / 8;
-    if (amplitude_fast) return {i / (4 * PAIRS_PER_QUAD), (i >> 2) % PAIRS_PER_QUAD, i & 3};
-    return {i % NB, i / (4 * NB), (i / NB) & 3};
+    constexpr int NTB = NB / 8;
+    return {8 * ((i >> 5) % NTB) + ((i >> 2) & 7), (i >> 5) / NTB, i & 3};
 }
+__device__ __forceinline__ int quad_amplitude(const QuadItem &item, int j) { return 16 * item.kt + item.t + 4 * j; }
 
-// Copies this thread's pairs of the tile whose column 0 is tile_base (first column index
+// Copies this thread's items of the tile whose column 0 is tile_base (first column index
 // first_column) into its stage slots (cp.async, one group; zeros past the last column). Out of
 // line: inlined, its addresses stayed live into the product loop and spilled.
-template <int K, int NB, int ITEMS>
+template <int NB, int ITEMS>
 __device__ __noinline__ void stage_tile(const double2 *x, double2 *staged, long long tile_base, long long first_column,
-                                        long long n_columns, const int *column, const long long *amplitude,
-                                        bool amplitude_fast)
+                                        long long n_columns, const int *column, const long long *amplitude)
 {
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
-        const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
+        const QuadItem item = quad_item<NB>(threadIdx.x + it * WIDE_WARPS * 32);
         const bool ok = first_column + item.n < n_columns;
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-            const double2 *source = x + tile_base + column[item.n] + amplitude[8 * item.m + item.t + 4 * s];
-            copy_async_16(&staged[(it * WIDE_WARPS * 32 + threadIdx.x) * 2 + s], ok ? source : x, ok);
+        for (int j = 0; j < 4; ++j) {
+            const double2 *source = x + tile_base + column[item.n] + amplitude[quad_amplitude(item, j)];
+            copy_async_16(&staged[(it * 4 + j) * WIDE_WARPS * 32 + threadIdx.x], ok ? source : x, ok);
         }
     }
     copy_async_commit();
@@ -76,13 +77,13 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
 {
     using Shape = GateShape<K>;
     constexpr int KT = Shape::KT, MT = Shape::MT, NTB = NB / 8;
-    constexpr int ITEMS = NB * K / 2 / (WIDE_WARPS * 32);  // amplitude pairs per thread and tile
-    constexpr int HELD = ITEMS < 8 ? ITEMS : 8;
+    constexpr int ITEMS = NB * K / 4 / (WIDE_WARPS * 32);  // items (4 amplitudes) per thread and tile
+    constexpr int HELD = ITEMS < 4 ? ITEMS : 4;
     constexpr int WARPS_PER_MT = NTB / WARP_NT;             // warps that share one m-tile's columns
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
     static_assert(K == 128 || K == 256, "the wide kernel takes K = 128 and 256");
     static_assert(NB % (8 * WARP_NT) == 0 && WIDE_WARPS % WARPS_PER_MT == 0, "warps tile the block's columns");
-    static_assert((NB * K / 2) % (WIDE_WARPS * 32) == 0, "whole amplitude pairs per thread");
+    static_assert((NB * K / 4) % (WIDE_WARPS * 32) == 0, "whole items per thread");
 
     extern __shared__ uint2 column_digits[];  // [SX][KT][NTB][32]: lane (g, t) of n-tile nt, registers b0, b1
     auto &tables = *(WideTables<K, NB> *)(column_digits + SX * KT * NTB * 32);
@@ -99,65 +100,55 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    const bool amplitude_fast = (targets & 63u) == 0;  // the engine passes the targets ascending
     // the warp's m-tiles and n-tiles: m-tile warp / WARPS_PER_MT (+ WIDE_WARPS / WARPS_PER_MT each
     // round), n-tiles WARP_NT (warp % WARPS_PER_MT) ..
     const int first_mt = warp / WARPS_PER_MT, mt_step = WIDE_WARPS / WARPS_PER_MT;
     const int first_nt = WARP_NT * (warp % WARPS_PER_MT);
     int found_bad = 0;
     const long long n_tiles = (n_columns + NB - 1) / NB;
-    auto source_of = [&](long long tile_index, int it, int s, bool &ok) {
-        const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
-        ok = tile_index * NB + item.n < n_columns;
-        return x + layout.column(tile_index * NB) + tables.column[item.n] + tables.amplitude[8 * item.m + item.t + 4 * s];
-    };
     auto stage = [&](long long tile_index) {
         if (tile_index < n_tiles)
-            stage_tile<K, NB, ITEMS>(x, staged, layout.column(tile_index * NB), tile_index * NB, n_columns, tables.column,
-                                     tables.amplitude, amplitude_fast);
+            stage_tile<NB, ITEMS>(x, staged, layout.column(tile_index * NB), tile_index * NB, n_columns, tables.column,
+                                  tables.amplitude);
     };
     if (STAGED) stage(blockIdx.x);
     for (long long tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
         const long long tile_base = layout.column(tile * NB);
-        // read: every pair of this thread, and the columns' largest |value|
+        // read: every item of this thread, and the columns' largest |value|
         for (int i = threadIdx.x; i < NB; i += blockDim.x) tables.largest[i] = 0;
         if (STAGED) copy_async_wait_all();
         __syncthreads();
-        // unstaged, the first HELD pairs stay in registers until their digits are made, the rest
+        // unstaged, the first HELD items stay in registers until their digits are made, the rest
         // (K = 256) are read again then, from L2
-        auto load_pair = [&](int it, double2 (&pair)[2], bool again) {
+        auto load_item = [&](int it, double2 (&values)[4], bool again) {
+            const QuadItem item = quad_item<NB>(threadIdx.x + it * WIDE_WARPS * 32);
+            const bool ok = tile * NB + item.n < n_columns;
 #pragma unroll
-            for (int s = 0; s < 2; ++s) {
+            for (int j = 0; j < 4; ++j) {
                 if (STAGED) {
-                    pair[s] = staged[(it * WIDE_WARPS * 32 + threadIdx.x) * 2 + s];
+                    values[j] = staged[(it * 4 + j) * WIDE_WARPS * 32 + threadIdx.x];
                 } else {
-                    bool ok;
-                    const double2 *source = source_of(tile, it, s, ok);
-                    pair[s] = !ok ? make_double2(0.0, 0.0) : it < HELD || again ? __ldcs(source) : __ldcg(source);
+                    const double2 *source = x + tile_base + tables.column[item.n] + tables.amplitude[quad_amplitude(item, j)];
+                    values[j] = !ok ? make_double2(0.0, 0.0) : it < HELD || again ? __ldcs(source) : __ldcg(source);
                 }
             }
         };
-        double2 v[HELD][2];
+        double2 v[HELD][4];
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it) {
-            const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
-            double2 read[2];
-            load_pair(it, it < HELD ? v[it < HELD ? it : 0] : read, false);
-            const double2 (&pair)[2] = it < HELD ? v[it < HELD ? it : 0] : read;
+            const QuadItem item = quad_item<NB>(threadIdx.x + it * WIDE_WARPS * 32);
+            double2 read[4];
+            load_item(it, it < HELD ? v[it < HELD ? it : 0] : read, false);
+            const double2 (&values)[4] = it < HELD ? v[it < HELD ? it : 0] : read;
             unsigned long long largest = 0;
 #pragma unroll
-            for (int s = 0; s < 2; ++s) {
-                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(pair[s].x)));
-                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(pair[s].y)));
+            for (int j = 0; j < 4; ++j) {
+                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].x)));
+                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].y)));
             }
-            if (amplitude_fast) {  // the warp's 32 pairs lie in one column (K / 2 >= 32 pairs each)
-#pragma unroll
-                for (int offset = 16; offset; offset >>= 1)
-                    largest = max(largest, (unsigned long long)__shfl_xor_sync(0xffffffffu, largest, offset));
-                if (lane == 0) atomicMax(&tables.largest[item.n], largest);
-            } else {
-                atomicMax(&tables.largest[item.n], largest);
-            }
+            // the quad (t = 0..3) holds 16 amplitudes of one column
+            largest = quad_reduce(largest, [](unsigned long long a, unsigned long long b) { return max(a, b); });
+            if (item.t == 0) atomicMax(&tables.largest[item.n], largest);
         }
         __syncthreads();
         for (int i = threadIdx.x; i < NB; i += blockDim.x) {
@@ -165,32 +156,35 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             found_bad |= tables.column_exponent[i] == BAD_COLUMN && tile * NB + i < n_columns;
         }
         __syncthreads();
-        // digits: y = x 2^(8 SX - e), then the B-fragment word of each digit
+        // digits: y = x 2^(8 SX - e), then both B-fragment registers of each digit
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it) {
-            const PairItem item = pair_item<K, NB>(threadIdx.x + it * WIDE_WARPS * 32, amplitude_fast);
-            double2 read[2];
-            if (it >= HELD) load_pair(it, read, true);
-            const double2 (&pair)[2] = it < HELD ? v[it < HELD ? it : 0] : read;
+            const QuadItem item = quad_item<NB>(threadIdx.x + it * WIDE_WARPS * 32);
+            double2 read[4];
+            if (it >= HELD) load_item(it, read, true);
+            const double2 (&values)[4] = it < HELD ? v[it < HELD ? it : 0] : read;
             const int exponent = tables.column_exponent[item.n];
             const bool bad = exponent == BAD_COLUMN;
             const int shift = bad ? 0 : 8 * SX - exponent;
-            double parts[4] = {pair[0].x, pair[0].y, pair[1].x, pair[1].y};
-            if (bad || power_of_two_fits(shift)) {
-                const double scale = bad ? 0.0 : two_to(shift);
+            double parts[2][4] = {{values[0].x, values[0].y, values[1].x, values[1].y},
+                                  {values[2].x, values[2].y, values[3].x, values[3].y}};
 #pragma unroll
-                for (int i = 0; i < 4; ++i) parts[i] *= scale;
-            } else {
+            for (int h = 0; h < 2; ++h) {
+                if (bad || power_of_two_fits(shift)) {
+                    const double scale = bad ? 0.0 : two_to(shift);
 #pragma unroll
-                for (int i = 0; i < 4; ++i) parts[i] = ldexp_slow(parts[i], shift);
+                    for (int i = 0; i < 4; ++i) parts[h][i] *= scale;
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) parts[h][i] = ldexp_slow(parts[h][i], shift);
+                }
             }
-            unsigned words[SX];
-            digit_fragment_words<SX>(parts, words);
-            // slots 2 m, 2 m + 1 of lane t: k-tile m / 2, register m % 2 of lane (mma column of n, t)
-            unsigned *word = (unsigned *)&column_digits[((item.m >> 1) * NTB + (item.n >> 3)) * 32
-                                                        + 4 * mma_column_of(item.n & 7) + item.t] + (item.m & 1);
+            unsigned words[2][SX];
+            digit_fragment_words<SX>(parts[0], words[0]);
+            digit_fragment_words<SX>(parts[1], words[1]);
+            uint2 *fragment = &column_digits[(item.kt * NTB + (item.n >> 3)) * 32 + 4 * mma_column_of(item.n & 7) + item.t];
 #pragma unroll
-            for (int p = 0; p < SX; ++p) word[p * KT * NTB * 32 * 2] = words[p];
+            for (int p = 0; p < SX; ++p) fragment[p * KT * NTB * 32] = make_uint2(words[0][p], words[1][p]);
         }
         __syncthreads();
         if (STAGED) stage(tile + gridDim.x);  // this thread has read its own stage slots
