@@ -14,7 +14,7 @@ NATIVE_GPU_PASSES = {1: 1.08, 2: 1.10, 3: 1.07, 4: 1.06, 5: 1.07, 6: 1.22, 7: 3.
 # The fused INT8 Ozaki-I kernels at int8-auto's default (FP64-contract) plans: d <= 6 (BENCHMARKS.md
 # round 7; d = 1 from earlier rounds), the wide kernel at d = 7, 8 (round 10), then Ozaki-II on
 # Gaussian moduli (d = 9, 10; round 8).
-INT8_FUSED_GPU_PASSES = {1: 2.1, 2: 1.37, 3: 1.37, 4: 1.35, 5: 1.76, 6: 3.2, 7: 6.1, 8: 10.1, 9: 17.2, 10: 17.9}
+INT8_FUSED_GPU_PASSES = {1: 2.1, 2: 1.37, 3: 1.37, 4: 1.35, 5: 1.76, 6: 3.2, 7: 5.8, 8: 10.9, 9: 17.2, 10: 17.9}
 # A gate on non-contiguous targets without an in-place kernel: the chunked transposed copy adds a
 # gather and a scatter pass (qsim/apply.py).
 TRANSPOSED_EXTRA_PASSES = 2.0

@@ -1,0 +1,74 @@
+"""Time the wide fused INT8 gate kernel as it is, without its products (the k-tile loop emptied:
+what remains is the reading, the column maxima, the digits and the epilogue that the products
+do not hide), and optionally another version of its source, side by side under int8-auto's
+plans (and those of --target-error 1e-10), x the memory floor of the same run.
+
+    git show c7fc29e:gemm_backend/ozaki/kernels/ozaki_gate_wide.cu > /tmp/before.cu
+    python scripts/dev/wide_stages.py --qubits 30 --gate-sizes 7 8 --targets 0 12 --other /tmp/before.cu
+"""
+import argparse
+import pathlib
+
+import numpy as np
+
+import cupy as cp
+
+import gemm_backend
+import gemm_backend.ozaki.gate as gate
+from circuits import haar_unitary
+from gemm_backend.kernel_launch import include_options, kernel_path
+from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_cells
+
+SOURCE = kernel_path("ozaki_gate_wide.cu")
+EMPTY_PRODUCTS = ("for (int kt = 0; kt < KT; ++kt) {", "for (int kt = 0; kt < 0; ++kt) {")
+
+
+def compiled(code: str):
+    """name -> kernel function of `code`, compiled once per name."""
+    functions = {}
+
+    def function(name):
+        if name not in functions:
+            module = cp.RawModule(code=code, options=include_options(SOURCE), name_expressions=[name])
+            functions[name] = module.get_function(name)
+        return functions[name]
+    return function
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qubits", type=int, default=30)
+    parser.add_argument("--gate-sizes", type=int, nargs="+", default=[7, 8])
+    parser.add_argument("--targets", nargs="+", default=["0", "12"])
+    parser.add_argument("--other", type=pathlib.Path, help="another source of the kernel (same template parameters)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    source = SOURCE.read_text()
+    assert EMPTY_PRODUCTS[0] in source, "the k-tile loop is not where this script expects it"
+    versions = {"as-is": compiled(source), "no-products": compiled(source.replace(*EMPTY_PRODUCTS))}
+    if args.other:
+        versions["other"] = compiled(args.other.read_text())
+    n = args.qubits
+    rng = np.random.default_rng(1)
+    state, floor = gpu_state_and_floor(n)
+    flag = cp.zeros(1, cp.int32)
+    print(f"N={n} floor {floor * 1e3:.2f} ms")
+    for target_error in (None, 1e-10):
+        for d in args.gate_sizes:
+            k = 1 << d
+            u = cp.asarray(haar_unitary(k, rng))
+            plan, _ = gemm_backend.get("int8-auto", target_error=target_error).gate_plan(u)
+            launch = gate.plan_launch(k, plan)
+            for q in first_targets(n, d, args.targets):
+                view = state.reshape(1 << (n - q - d), k, 1 << q)
+
+                def call(version):
+                    gate._kernel = version  # apply_fused_gate looks the kernel up by name here
+                    gate.apply_fused_gate(u, view, view, plan, launch, flag)
+                variants = [(tag, lambda version=version: call(version)) for tag, version in versions.items()]
+                print(f"d={d} q={q:2d} plan {plan.a_slices}/{plan.b_slices}/{plan.top} target {target_error}  "
+                      f"{variant_cells(variants, floor, args.repeats)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
