@@ -58,12 +58,15 @@ def test_wide_launch_limits():
     four n-tiles per warp only where the diagonal sums leave registers for them."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10))
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
-    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true>"  # chunks 10, 9, ..., 4 and (3, 2)
+    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
     eight = plan_launch(256, plan_products(9, 512, 9, 10))
     assert (eight.warp_n_tiles, eight.gate_digits_held, eight.staged) == (2, 9, False)  # no room for the stage
     five = plan_launch(256, plan_products(5, 512, 5, 7))
     assert (five.warp_n_tiles, five.gate_digits_held, five.staged) == (4, 3, False)
     assert wide_launch(256, plan_products(5, 512, 5, 7), staged=True).staged  # fits, though slower
+    two = wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2)
+    assert (two.warp_n_tiles, two.staged, two.shared_bytes) == (1, False, 9 * 512 * 16 + 12 * 256 + 16 * 16)
+    assert wide_launch(256, plan_products(9, 512, 9, 11), blocks_per_sm=2) is None  # 32 columns' digits fit once
     assert plan_launch(128, plan_products(12, 256)).warp_n_tiles == 2  # 23 diagonals
     assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
     assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
@@ -288,8 +291,11 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
 @requires_gpu
 @pytest.mark.parametrize("k", WIDE_DIMS)
 @pytest.mark.parametrize("state_slices, gate_slices, top", [(9, 8, 10), (5, 5, 7), (12, 4, 13), (4, 12, 9), (7, 7, 14)])
-@pytest.mark.parametrize("warp_n_tiles, held, staged", [(2, 9, False), (4, 3, True), (4, 4, False)])
-def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, top, warp_n_tiles, held, staged, rng):
+@pytest.mark.parametrize("warp_n_tiles, held, staged, columns, blocks", [(2, 9, False, 32, 1), (4, 3, True, 32, 1),
+                                                                       (4, 4, False, 32, 1), (1, 3, False, 16, 2),
+                                                                       (2, 2, True, 16, 1)])
+def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, top, warp_n_tiles, held, staged,
+                                                  columns, blocks, rng):
     """Unequal digit counts, tops below and past s_a + s_b, every register shape, against the CPU tiles."""
     import dataclasses
 
@@ -298,8 +304,11 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
     from gemm_backend.ozaki.gate import apply_fused_gate
 
     plan = plan_products(state_slices, 2 * k, gate_slices, top)
-    staged = staged and wide_launch(k, plan, staged=True) is not None
-    launch = dataclasses.replace(wide_launch(k, plan, staged), warp_n_tiles=warp_n_tiles, gate_digits_held=held)
+    staged = staged and wide_launch(k, plan, True, columns, blocks) is not None
+    base = wide_launch(k, plan, staged, columns, blocks)
+    if base is None:
+        pytest.skip(f"{state_slices} digits of {columns} columns do not fit {blocks} times")
+    launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held)
     u = haar_unitary(k, rng)
     x = _state(rng, (33, k, 2), special=True)
     expected = np.empty_like(x)

@@ -84,6 +84,8 @@ class WideLaunch:
     gate_digits_held: int  # gate digits a lane holds in registers at once
     staged: bool  # the next tile's amplitudes copied into shared memory while this tile's products run
     shared_bytes: int
+    columns: int = WIDE_COLUMNS  # the block's tile of columns (NB)
+    blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
 
     @property
     def group(self) -> int:
@@ -92,31 +94,36 @@ class WideLaunch:
     @property
     def name(self) -> str:
         return (f"ozaki_gate_wide<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, "
-                f"{self.chunk_tops}ULL, {WIDE_COLUMNS}, {self.warp_n_tiles}, {self.gate_digits_held}, "
-                f"{str(self.staged).lower()}>")
+                f"{self.chunk_tops}ULL, {self.columns}, {self.warp_n_tiles}, {self.gate_digits_held}, "
+                f"{str(self.staged).lower()}, {self.blocks_per_sm}>")
 
 
-def wide_shared_bytes(k: int, state_slices: int, staged: bool) -> int:
+def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int = WIDE_COLUMNS) -> int:
     """The wide kernel's shared memory: the tile's column digits, its WideTables (amplitude
     offsets, column offsets, gate and column exponents, column maxima), and when staged the next
     tile's complex128 amplitudes."""
-    return state_slices * 2 * k * WIDE_COLUMNS + 12 * k + 16 * WIDE_COLUMNS + (16 * k * WIDE_COLUMNS if staged else 0)
+    return state_slices * 2 * k * columns + 12 * k + 16 * columns + (16 * k * columns if staged else 0)
 
 
-def wide_launch(k: int, plan, staged: bool = None):
+def wide_launch(k: int, plan, staged: bool = None, columns: int = WIDE_COLUMNS, blocks_per_sm: int = 1):
     """The WideLaunch for a gate of size k in WIDE_DIMS under `plan`, or None when its column
-    digits do not fit in shared memory; staged by default at K in WIDE_STAGED_DIMS where the stage
-    fits beside them."""
+    digits do not fit in shared memory (blocks_per_sm times); staged by default at K in
+    WIDE_STAGED_DIMS where the stage fits beside them. Two blocks per multiprocessor take one
+    n-tile per warp (their 128 registers hold no more diagonal sums)."""
+    limit = shared_limit(blocks_per_sm)
     if staged is None:
-        staged = k in WIDE_STAGED_DIMS and wide_shared_bytes(k, plan.a_slices, True) <= shared_limit(1)
-    shared = wide_shared_bytes(k, plan.a_slices, staged)
-    if shared > shared_limit(1):
+        staged = k in WIDE_STAGED_DIMS and wide_shared_bytes(k, plan.a_slices, True, columns) <= limit
+    shared = wide_shared_bytes(k, plan.a_slices, staged, columns)
+    if shared > limit:
         return None
     diagonals = min(plan.top, plan.a_slices + plan.b_slices) - 1
-    warp_n_tiles = 4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2
-    held = min(plan.b_slices, 3 if warp_n_tiles == 4 else 9)
+    if blocks_per_sm > 1:
+        warp_n_tiles = 1
+    else:
+        warp_n_tiles = 4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2
+    held = min(plan.b_slices, 9 if warp_n_tiles == 2 else 3)
     return WideLaunch(k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), warp_n_tiles, held, staged,
-                      shared)
+                      shared, columns, blocks_per_sm)
 
 
 def tiles(k: int) -> tuple:
@@ -274,7 +281,8 @@ def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=No
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
     n_columns = x.size // launch.k
     if isinstance(launch, WideLaunch):
-        blocks, threads = persistent_blocks(-(-n_columns // WIDE_COLUMNS), 1), 32 * WIDE_WARPS
+        blocks = persistent_blocks(-(-n_columns // launch.columns), launch.blocks_per_sm)
+        threads = 32 * WIDE_WARPS
     else:
         blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
         threads = 32 * launch.warps

@@ -9,15 +9,12 @@ plans (and those of --target-error 1e-10), x the memory floor of the same run.
 import argparse
 import pathlib
 
-import numpy as np
-
 import cupy as cp
 
-import gemm_backend
 import gemm_backend.ozaki.gate as gate
-from circuits import haar_unitary
 from gemm_backend.kernel_launch import include_options, kernel_path
-from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_cells
+from qsim.benchmarking import gpu_state_and_floor, variant_cells
+from wide_variants import wide_gate_cases  # this folder is on the path when the script runs
 
 SOURCE = kernel_path("ozaki_gate_wide.cu")
 EMPTY_PRODUCTS = ("for (int kt = 0; kt < KT; ++kt) {", "for (int kt = 0; kt < 0; ++kt) {")
@@ -48,26 +45,17 @@ def main():
     versions = {"as-is": compiled(source), "no-products": compiled(source.replace(*EMPTY_PRODUCTS))}
     if args.other:
         versions["other"] = compiled(args.other.read_text())
-    n = args.qubits
-    rng = np.random.default_rng(1)
-    state, floor = gpu_state_and_floor(n)
+    state, floor = gpu_state_and_floor(args.qubits)
     flag = cp.zeros(1, cp.int32)
-    print(f"N={n} floor {floor * 1e3:.2f} ms")
-    for target_error in (None, 1e-10):
-        for d in args.gate_sizes:
-            k = 1 << d
-            u = cp.asarray(haar_unitary(k, rng))
-            plan, _ = gemm_backend.get("int8-auto", target_error=target_error).gate_plan(u)
-            launch = gate.plan_launch(k, plan)
-            for q in first_targets(n, d, args.targets):
-                view = state.reshape(1 << (n - q - d), k, 1 << q)
+    print(f"N={args.qubits} floor {floor * 1e3:.2f} ms")
+    for label, u, plan, view in wide_gate_cases(state, args.qubits, args.gate_sizes, args.targets):
+        launch = gate.plan_launch(u.shape[0], plan)
 
-                def call(version):
-                    gate._kernel = version  # apply_fused_gate looks the kernel up by name here
-                    gate.apply_fused_gate(u, view, view, plan, launch, flag)
-                variants = [(tag, lambda version=version: call(version)) for tag, version in versions.items()]
-                print(f"d={d} q={q:2d} plan {plan.a_slices}/{plan.b_slices}/{plan.top} target {target_error}  "
-                      f"{variant_cells(variants, floor, args.repeats)}", flush=True)
+        def call(version, u=u, plan=plan, view=view, launch=launch):
+            gate._kernel = version  # apply_fused_gate looks the kernel up by name here
+            gate.apply_fused_gate(u, view, view, plan, launch, flag)
+        variants = [(tag, lambda version=version: call(version)) for tag, version in versions.items()]
+        print(f"{label}  {variant_cells(variants, floor, args.repeats)}", flush=True)
 
 
 if __name__ == "__main__":

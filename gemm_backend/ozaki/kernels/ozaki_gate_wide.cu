@@ -70,15 +70,17 @@ __device__ __noinline__ void stage_tile(const double2 *x, double2 *staged, long 
     copy_async_commit();
 }
 
-template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NB, int WARP_NT, int QB, bool STAGED>
-__global__ void __launch_bounds__(WIDE_WARPS * 32, 1)
+template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NB, int WARP_NT, int QB, bool STAGED,
+          int MIN_BLOCKS>
+__global__ void __launch_bounds__(WIDE_WARPS * 32, MIN_BLOCKS)
 ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
                 const uint4 *__restrict__ gate, const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
 {
     using Shape = GateShape<K>;
     constexpr int KT = Shape::KT, MT = Shape::MT, NTB = NB / 8;
     constexpr int ITEMS = NB * K / 4 / (WIDE_WARPS * 32);  // items (4 amplitudes) per thread and tile
-    constexpr int HELD = ITEMS < 4 ? ITEMS : 4;
+    constexpr int HELD_MAX = MIN_BLOCKS > 1 ? 1 : 4;  // items held in registers (half the register file: one)
+    constexpr int HELD = ITEMS < HELD_MAX ? ITEMS : HELD_MAX;
     constexpr int WARPS_PER_MT = NTB / WARP_NT;             // warps that share one m-tile's columns
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
     static_assert(K == 128 || K == 256, "the wide kernel takes K = 128 and 256");
