@@ -14,6 +14,10 @@
 // ozaki_gate.cu's A-fragment order: amplitude 4 j + t of a k-tile in lane t) through L2, and
 // writes them. The column digits are read from shared memory once per gate digit, the gate's
 // once per state digit and n-tile of the warp.
+//
+// Launch parameters (gate.py's WideLaunch): NB columns per block tile, WARP_NT n-tiles per warp,
+// QB gate digits held in registers at once, STAGED (the next tile copied in during the products),
+// MIN_BLOCKS blocks per multiprocessor (2 caps the registers at 128). Every shape gives the same bits.
 
 #include "gate_tiles.cuh"
 #include "ozaki_digits.cuh"
@@ -90,7 +94,8 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     extern __shared__ uint2 column_digits[];  // [SX][KT][NTB][32]: lane (g, t) of n-tile nt, registers b0, b1
     auto &tables = *(WideTables<K, NB> *)(column_digits + SX * KT * NTB * 32);
     // STAGED: the next tile's amplitudes, copied in (cp.async) while this tile's products run;
-    // thread i's pairs at [it][i][2], so that each thread reads back only what it copied
+    // amplitude j of thread i's item it at [it][j][i], so that each thread reads back only what it
+    // copied and a warp's reads are conflict-free
     double2 *staged = (double2 *)((char *)&tables + sizeof(WideTables<K, NB>));
     static_assert(sizeof(WideTables<K, NB>) % 16 == 0, "the stage is 16-byte aligned");
     const TargetLayout<K> layout(targets);
@@ -121,7 +126,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
         if (STAGED) copy_async_wait_all();
         __syncthreads();
         // unstaged, the first HELD items stay in registers until their digits are made, the rest
-        // (K = 256) are read again then, from L2
+        // (K = 256, or two blocks per multiprocessor) are read again then, from L2
         auto load_item = [&](int it, double2 (&values)[4], bool again) {
             const QuadItem item = quad_item<NB>(threadIdx.x + it * WIDE_WARPS * 32);
             const bool ok = tile * NB + item.n < n_columns;
