@@ -155,9 +155,10 @@ def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
 
 def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None,
                 packed: bool = True):
-    """The Launch for a gate of size k under `plan` (shape from default_shape unless given; a
-    WideLaunch for k in WIDE_DIMS, which has one shape), or None when no fused kernel takes it. packed: sizes in PACKED_GATE_DIMS run in the
-    PACKED_K kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
+    """The Launch for a gate of size k under `plan` (shape from default_shape unless given), or
+    for k in WIDE_DIMS wide_launch's default WideLaunch (the shape arguments do not apply), or
+    None when no fused kernel takes it. packed: sizes in PACKED_GATE_DIMS run in the PACKED_K
+    kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
     if (k not in FUSED_DIMS + WIDE_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS
             or plan.top > MAX_TOP):
         return None

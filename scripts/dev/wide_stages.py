@@ -3,7 +3,7 @@ what remains is the reading, the column maxima, the digits and the epilogue that
 do not hide), and optionally another version of its source, side by side under int8-auto's
 plans (and those of --target-error 1e-10), x the memory floor of the same run.
 
-    git show c7fc29e:gemm_backend/ozaki/kernels/ozaki_gate_wide.cu > /tmp/before.cu
+    git show 7f2b9a8:gemm_backend/ozaki/kernels/ozaki_gate_wide.cu > /tmp/before.cu
     python scripts/dev/wide_stages.py --qubits 30 --gate-sizes 7 8 --targets 0 12 --other /tmp/before.cu
 """
 import argparse
@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--qubits", type=int, default=30)
     parser.add_argument("--gate-sizes", type=int, nargs="+", default=[7, 8])
     parser.add_argument("--targets", nargs="+", default=["0", "12"])
-    parser.add_argument("--other", type=pathlib.Path, help="another source of the kernel (same template parameters)")
+    parser.add_argument("--other", type=pathlib.Path, help="another source of the kernel with the same template parameters (from 7f2b9a8 on)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     source = SOURCE.read_text()
