@@ -44,11 +44,13 @@ def include_options(path: Path) -> tuple:
     return ("--std=c++17", f"-I{path.parent}", f"-I{SHARED_KERNEL_DIR}")
 
 
-def raw_module(file_name: str, name_expressions):
-    """A cupy RawModule of the kernel source file_name (kernel_path; include_options)."""
+def raw_module(file_name: str, name_expressions, definitions: tuple = ()):
+    """A cupy RawModule of the kernel source file_name (kernel_path; include_options), compiled
+    with the -D options `definitions`."""
     cp = cupy_module()
     path = kernel_path(file_name)
-    return cp.RawModule(code=path.read_text(), options=include_options(path), name_expressions=list(name_expressions))
+    return cp.RawModule(code=path.read_text(), options=include_options(path) + tuple(definitions),
+                        name_expressions=list(name_expressions))
 
 
 def row_stride(x) -> int:

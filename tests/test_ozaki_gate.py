@@ -1,13 +1,21 @@
-"""The fused INT8 gate kernel (ozaki_gate.py): its fragment layout on the CPU, and on the GPU
-the same bits as the numpy tile path for the same plan."""
+"""The fused INT8 gate kernels (ozaki/gate.py): their fragment layout and launch shapes on the
+CPU; their CUDA source compiled for the host (host_cuda/ozaki_gate_host.cpp) and on the GPU, the
+same bits as the numpy tile path for the same plan."""
+import ctypes
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
+from gemm_backend.kernel_launch import SHARED_KERNEL_DIR, kernel_path
 from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WideLaunch, embedded_gate_rows, fragment_index,
-                                    plan_launch, tiles, wide_launch)
+                                    fused_gate_call, plan_launch, tiles, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -362,3 +370,169 @@ def test_wide_nonfinite_columns_are_left_and_reported(rng):
     backend.apply_batched(u, clean, clean)
     assert same_bits(x[:37].get(), clean[:37].get()) and same_bits(x[38:].get(), clean[38:].get())
 
+
+
+# -- host: the CUDA source compiled for the CPU, the same bits as the CPU tiles ----------------
+# The kernels' logic (digits, products, chunks, addressing, stages, tails of tiles, every plan)
+# runs here on every machine; the emulated parts (mma, cp.async, warps as threads) follow PTX's
+# definitions, and the GPU tests above remain the check of the hardware.
+HOST_HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_gate_host.cpp"
+HOST_FUSED_WARPS = 2  # the fused kernel takes any warp count per block; the device runs up to 8
+
+
+def _host_warps(launch) -> int:
+    """Warps per host block: the wide kernel's fewest (the warps sharing an m-tile's columns)."""
+    if isinstance(launch, WideLaunch):
+        return max(1, launch.columns // 8 // launch.warp_n_tiles)
+    return HOST_FUSED_WARPS
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    """build(launch) -> the host function of the launch's kernel variant (ozaki_gate_host.cpp),
+    compiled once per variant with the launch's definitions at the host's warp count."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("needs g++ (C++20) to build the host emulation of the kernels")
+    folder = tmp_path_factory.mktemp("ozaki_gate_host")
+    built = {}
+
+    def build(launch):
+        if launch.name not in built:
+            host_definitions = {"-DWIDE_WARPS": _host_warps(launch)}
+            definitions = [d if d.split("=")[0] not in host_definitions else f"{d.split('=')[0]}={host_definitions[d.split('=')[0]]}"
+                           for d in launch.definitions]
+            library = folder / f"variant{len(built)}.so"
+            command = [compiler, "-std=c++20", "-shared", "-fPIC", "-O1", f"-I{kernel_path(launch.source).parent}",
+                       f"-I{SHARED_KERNEL_DIR}", f'-DKERNEL_SOURCE="{launch.source}"', f"-DKERNEL={launch.name}",
+                       *definitions, "-o", str(library), str(HOST_HARNESS), "-lpthread"]
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0 and "barrier" in result.stderr:
+                pytest.skip("this g++ lacks C++20 <barrier>")
+            assert result.returncode == 0, result.stderr
+            built[launch.name] = ctypes.CDLL(str(library)).host_fused_gate
+        return built[launch.name]
+    return build
+
+
+def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2) -> bool:
+    """apply_fused_gate's call (fused_gate_call) run by the host build of its kernel, `blocks`
+    blocks one after another; whether the kernel flagged NaN or Inf."""
+    launch, (x, out, n_columns, packed_targets, fragments, exponents) = fused_gate_call(u, x, out, plan, launch, targets)
+    flag = np.zeros(1, np.int32)
+    pointer = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
+    host_kernel(launch)(pointer(x), pointer(out), ctypes.c_longlong(n_columns), ctypes.c_ulonglong(packed_targets),
+                        pointer(fragments), pointer(exponents), pointer(flag), ctypes.c_int(_host_warps(launch)),
+                        ctypes.c_int(blocks))
+    return bool(flag[0])
+
+
+def _cpu_tiles(u, x, plan):
+    expected = np.empty_like(x)
+    gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
+    return expected
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("plan_args", [(3,), (7,), (13,), (9, 9, 10), (12, 4, 13), (4, 12, 9)])
+def test_host_fused_kernel_equals_cpu_bit_for_bit(host_kernel, d, plan_args, rng):
+    """Default launches (K = 4, 8 packed in the sixteen kernel where the qubits allow) on views
+    with zero, subnormal and threshold columns, in place, partial last tiles included."""
+    k = 1 << d
+    plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
+    u = haar_unitary(k, rng)
+    x = _state(rng, (5, k, 4), special=True)
+    x[-2, :, 1] *= 2.0**-1030  # subnormals with high words above zero
+    expected = _cpu_tiles(u, x, plan)
+    assert not _host_apply(host_kernel, u, x, x, plan, plan_launch(k, plan))
+    assert same_bits(x, expected)
+
+
+@pytest.mark.parametrize("d, n_tiles, prefetch", [(3, 2, True), (5, 1, True), (6, 2, False), (2, 4, True)])
+def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch, rng):
+    k = 1 << d
+    plan = plan_products(7, 2 * k)
+    launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=1, packed=False)
+    assert launch.prefetch == prefetch
+    u = haar_unitary(k, rng)
+    x = _state(rng, (37, k, 2), special=True)
+    expected = _cpu_tiles(u, x, plan)
+    assert not _host_apply(host_kernel, u, x, x, plan, launch, blocks=3)
+    assert same_bits(x, expected)
+
+
+@pytest.mark.parametrize("d, targets", [(2, (0, 4)), (3, (1, 7, 8)), (3, (9, 0, 5)), (5, (2, 11, 3, 6, 10)),
+                                        (6, (11, 0, 1, 2, 3, 4))])
+def test_host_fused_scattered_targets_out_of_place(host_kernel, d, targets, rng):
+    """Any target bits, packed launches among them, out of place: x stays as it was."""
+    k = 1 << d
+    plan = plan_products(7, 2 * k)
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << 12) * 2.0 ** rng.integers(-20, 20, size=1 << 12)
+    expected = state.copy()
+    _cpu_scattered(u, expected, targets, plan)
+    before, out = state.copy(), np.empty_like(state)
+    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(k, plan), targets=targets)
+    assert same_bits(out, expected) and same_bits(state, before)
+
+
+def test_host_fused_nonfinite_columns_are_left_and_flagged(host_kernel, rng):
+    u = haar_unitary(32, rng)
+    x = crandn(rng, 9, 32, 1)
+    x[4, 7, 0] = np.nan
+    before = x.copy()
+    plan = plan_products(7, 64)
+    assert _host_apply(host_kernel, u, x, x, plan, plan_launch(32, plan))
+    assert same_bits(x[4], before[4])
+    clean = before.copy()
+    clean[4] = 0
+    expected = _cpu_tiles(u, clean, plan)
+    assert same_bits(x[:4], expected[:4]) and same_bits(x[5:], expected[5:])
+
+
+@pytest.mark.parametrize("k, plan_args, shape", [
+    (128, (9, 8, 10), {}),  # int8-auto's plan at d = 7: the default, staged
+    (128, (5, 5, 7), {"staged": False}),
+    (128, (4, 12, 9), {"warp_n_tiles": 2, "gate_digits_held": 9}),
+    (256, (5, 5, 7), {}),  # four n-tiles per warp, not staged
+    (256, (3, 4, 6), {"warp_n_tiles": 2, "gate_digits_held": 2}),
+])
+def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shape, rng):
+    """Plans and register shapes of the wide kernel over a whole and a partial tile (35 columns,
+    one block: the first tile stages the second), zero, subnormal and threshold columns, in place."""
+    plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
+    launch = plan_launch(k, plan)
+    launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged)),
+                                 **{key: value for key, value in shape.items() if key != "staged"})
+    u = haar_unitary(k, rng)
+    x = _state(rng, (35, k, 1), special=True)
+    x[-2, :, 0] *= 2.0**-1030  # subnormals with high words above zero
+    expected = _cpu_tiles(u, x, plan)
+    assert not _host_apply(host_kernel, u, x, x, plan, launch, blocks=1)
+    assert same_bits(x, expected)
+
+
+@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11), (10, 0, 5, 1, 9, 2, 11)])
+def test_host_wide_scattered_targets_out_of_place(host_kernel, targets, rng):
+    plan = plan_products(5, 256, 5, 7)
+    u = haar_unitary(128, rng)
+    state = crandn(rng, 1 << 12) * 2.0 ** rng.integers(-20, 20, size=1 << 12)
+    expected = state.copy()
+    _cpu_scattered(u, expected, targets, plan)
+    before, out = state.copy(), np.empty_like(state)
+    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(128, plan), targets=targets)
+    assert same_bits(out, expected) and same_bits(state, before)
+
+
+def test_host_wide_nonfinite_columns_are_left_and_flagged(host_kernel, rng):
+    plan = plan_products(5, 256, 5, 7)
+    u = haar_unitary(128, rng)
+    x = crandn(rng, 40, 128, 1)
+    x[37, 5, 0] = np.inf
+    before = x.copy()
+    assert _host_apply(host_kernel, u, x, x, plan, plan_launch(128, plan))
+    assert same_bits(x[37], before[37])
+    clean = before.copy()
+    clean[37] = 0
+    expected = _cpu_tiles(u, clean, plan)
+    assert same_bits(x[:37], expected[:37]) and same_bits(x[38:], expected[38:])

@@ -95,14 +95,33 @@ template <int K, int COLUMNS> struct AddressTables {
     }
 };
 
+// 16 bytes from global to shared memory behind the thread's back (zeros where !valid), landed by
+// copy_async_wait_all. Compiled for the host (tests/host_cuda), the copy is made at once.
 __device__ __forceinline__ void copy_async_16(void *shared, const void *global, bool valid)
 {
+#ifdef __CUDA_ARCH__
     const unsigned address = (unsigned)__cvta_generic_to_shared(shared);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(global), "r"(valid ? 16 : 0)
                  : "memory");
+#else
+    const unsigned long long *from = (const unsigned long long *)global;
+    unsigned long long *to = (unsigned long long *)shared;
+    to[0] = valid ? from[0] : 0;
+    to[1] = valid ? from[1] : 0;
+#endif
 }
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_commit()
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void copy_async_wait_all()
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
 
 // Calls body(tile, tile_base, v) for every tile of this warp: tile_base = column(tile * 8 NT)
 // (the tile's column j lies tables.column[j] after it), v[nt][j] = amplitude 4 j + t of column

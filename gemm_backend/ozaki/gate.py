@@ -13,6 +13,7 @@ of WIDE_COLUMNS columns in shared memory and reads the gate's digits through L2 
 """
 import functools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,6 +27,10 @@ FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 WIDE_DIMS = (128, 256)
 WIDE_COLUMNS = 32  # columns of the wide kernel's block tile (NB)
 WIDE_WARPS = 8
+# The wide kernel's WideTables per gate amplitude (its offset and the exponent of its embedded
+# rows) and per tile column (offset, exponent, largest |value|); the kernel asserts the sum.
+WIDE_TABLE_BYTES_PER_AMPLITUDE = 8 + 4
+WIDE_TABLE_BYTES_PER_COLUMN = 4 + 4 + 8
 # Registers of the wide kernel's int32 diagonal sums per lane: WARP_NT n-tiles x 4 per diagonal.
 # Four n-tiles per warp (half the L2 reads of the gate's digits per product) while these stay
 # within WIDE_DIAGONAL_REGISTERS[K], else two; the next tile staged in shared memory at K = 128
@@ -63,6 +68,17 @@ class Launch:
     warps: int
     shared_bytes: int
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
+    source: ClassVar[str] = "ozaki_gate.cu"
+    definitions: ClassVar[tuple] = (f"-DMAX_WARPS_PER_BLOCK={MAX_WARPS}",)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def block_columns(self) -> int:
+        """State columns a block takes at a time."""
+        return 8 * self.n_tiles * self.warps
 
     @property
     def name(self) -> str:
@@ -86,10 +102,20 @@ class WideLaunch:
     shared_bytes: int
     columns: int = WIDE_COLUMNS  # the block's tile of columns (NB)
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
+    source: ClassVar[str] = "ozaki_gate_wide.cu"
+    definitions: ClassVar[tuple] = (f"-DWIDE_WARPS={WIDE_WARPS}",
+                                    f"-DWIDE_TABLE_BYTES_PER_AMPLITUDE={WIDE_TABLE_BYTES_PER_AMPLITUDE}",
+                                    f"-DWIDE_TABLE_BYTES_PER_COLUMN={WIDE_TABLE_BYTES_PER_COLUMN}")
+    threads: ClassVar[int] = 32 * WIDE_WARPS
 
     @property
     def group(self) -> int:
         return self.k
+
+    @property
+    def block_columns(self) -> int:
+        """State columns a block takes at a time."""
+        return self.columns
 
     @property
     def name(self) -> str:
@@ -99,10 +125,10 @@ class WideLaunch:
 
 
 def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int = WIDE_COLUMNS) -> int:
-    """The wide kernel's shared memory: the tile's column digits, its WideTables (amplitude
-    offsets, column offsets, gate and column exponents, column maxima), and when staged the next
-    tile's complex128 amplitudes."""
-    return state_slices * 2 * k * columns + 12 * k + 16 * columns + (16 * k * columns if staged else 0)
+    """The wide kernel's shared memory in bytes: the tile's column digits (one byte per real and
+    digit), its WideTables, and when staged the next tile's complex128 amplitudes."""
+    tables = WIDE_TABLE_BYTES_PER_AMPLITUDE * k + WIDE_TABLE_BYTES_PER_COLUMN * columns
+    return state_slices * 2 * k * columns + tables + (16 * k * columns if staged else 0)
 
 
 def wide_launch(k: int, plan, staged: bool = None, columns: int = WIDE_COLUMNS, blocks_per_sm: int = 1):
@@ -222,18 +248,19 @@ def fragment_index(k: int) -> tuple:
 
 
 def gate_fragments(u, gate_slices: int):
-    """(fragments, exponents): the gate's digits as (gate_slices, MT, KT, 32, 16) int8 cupy in
-    fragment order, and the exponent of each output amplitude's embedded rows, (K,) int32."""
-    cp = cupy_module()
+    """(fragments, exponents): the gate's digits as (gate_slices, MT, KT, 32, 16) int8 in fragment
+    order, and the exponent of each output amplitude's embedded rows, (K,) int32; numpy or cupy
+    like u (K, K)."""
+    xp = array_module(u)
     k = u.shape[0]
-    rows = embedded_gate_rows(cp.asarray(u, dtype=cp.complex128))
+    rows = embedded_gate_rows(xp.asarray(u, dtype=xp.complex128))
     exponents, _ = row_exponents(rows, DIGIT_BITS)
     digits = split_rows(rows, exponents, gate_slices, DIGIT_BITS)  # (2K, s, 2K)
-    row_index, col_index = _device_fragment_index(k)
+    row_index, col_index = fragment_index(k) if xp is np else _device_fragment_index(k)
     valid = row_index >= 0
-    gathered = digits[cp.maximum(row_index, 0), :, cp.maximum(col_index, 0)]  # (MT, KT, 32, 16, s)
-    gathered = cp.where(valid[..., None], gathered, 0).astype(cp.int8)
-    return cp.ascontiguousarray(cp.moveaxis(gathered, -1, 0)), cp.ascontiguousarray(exponents[0::2])
+    gathered = digits[xp.maximum(row_index, 0), :, xp.maximum(col_index, 0)]  # (MT, KT, 32, 16, s)
+    gathered = xp.where(valid[..., None], gathered, 0).astype(xp.int8)
+    return xp.ascontiguousarray(xp.moveaxis(gathered, -1, 0)), xp.ascontiguousarray(exponents[0::2])
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,15 +270,19 @@ def _device_fragment_index(k: int) -> tuple:
 
 # -- launch -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
-def _kernel(name: str):
-    source = "ozaki_gate_wide.cu" if name.startswith("ozaki_gate_wide<") else "ozaki_gate.cu"
-    return raw_module(source, [name]).get_function(name)
+def _kernel(source: str, name: str, definitions: tuple):
+    return raw_module(source, [name], definitions).get_function(name)
 
 
-def build_kernel(launch: Launch) -> None:
+def kernel_of(launch):
+    """The compiled kernel variant of a Launch or WideLaunch (cupy caches it across runs)."""
+    return _kernel(launch.source, launch.name, launch.definitions)
+
+
+def build_kernel(launch) -> None:
     """Compile (or load from cupy's cache) the kernel variant of `launch` now, so that its first
     gate does not pay for it: the plan is compiled in, so gates of one size may need several."""
-    _kernel(launch.name)
+    kernel_of(launch)
 
 
 def _packed(u, targets, n_amplitudes: int, plan, launch: Launch) -> tuple:
@@ -264,32 +295,35 @@ def _packed(u, targets, n_amplitudes: int, plan, launch: Launch) -> tuple:
     return (*packed, launch)
 
 
-def apply_fused_gate(u, x, out, plan, launch: Launch, nonfinite=None, targets=None) -> None:
+def fused_gate_call(u, x, out, plan, launch, targets=None) -> tuple:
+    """(launch, arguments) of the kernel call that applies u to x's columns, written to out:
+    `launch` with a packed one resolved (_packed), and the kernel's arguments before the NaN flag,
+    (flat x, flat out, columns, packed targets, gate fragments, gate exponents); arrays numpy or
+    cupy like u and x (apply_fused_gate's arguments)."""
+    x, out, targets = launch_layout(x, out, u.shape[0], targets)
+    if launch.group != launch.k:
+        u, targets, launch = _packed(u, targets, x.size, plan, launch)
+    fragments, exponents = gate_fragments(u, plan.b_slices)
+    return launch, (x, out, x.size // launch.k, pack_targets(targets), fragments, exponents)
+
+
+def apply_fused_gate(u, x, out, plan, launch, nonfinite=None, targets=None) -> None:
     """Every column of x times U by the fused kernel, written to out (out may be x). u: (K, K)
-    complex128 cupy; `launch` may be a packed one (plan_launch: same bits). Without targets, x and
+    complex128 cupy; `launch`: plan_launch's Launch (a packed one too: same bits) or WideLaunch. Without targets, x and
     out are C-contiguous (L, K, R) complex128 cupy views with R a power of two (out[l] = U @ x[l]);
     with targets (gate index bit i at bit targets[i]), flat states of 2^n amplitudes whose columns
     sit at those bits (target_layout.py). A column holding NaN or
     Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
     int32 flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
-    k = u.shape[0]
-    x, out, targets = launch_layout(x, out, k, targets)
-    if launch.group != launch.k:
-        u, targets, launch = _packed(u, targets, x.size, plan, launch)
-    fragments, exponents = gate_fragments(u, plan.b_slices)
-    kernel = _kernel(launch.name)
+    launch, (x, out, n_columns, packed_targets, fragments, exponents) = fused_gate_call(u, x, out, plan, launch,
+                                                                                       targets)
+    kernel = kernel_of(launch)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = x.size // launch.k
-    if isinstance(launch, WideLaunch):
-        blocks = persistent_blocks(-(-n_columns // launch.columns), launch.blocks_per_sm)
-        threads = 32 * WIDE_WARPS
-    else:
-        blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
-        threads = 32 * launch.warps
+    blocks = persistent_blocks(-(-n_columns // launch.block_columns), launch.blocks_per_sm)
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
-    kernel((blocks,), (threads,),
-           (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), fragments, exponents, flag),
+    kernel((blocks,), (launch.threads,),
+           (x, out, cp.int64(n_columns), cp.uint64(packed_targets), fragments, exponents, flag),
            shared_mem=launch.shared_bytes)
     if nonfinite is None and int(flag[0]):
         raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")

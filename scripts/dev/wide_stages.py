@@ -21,12 +21,13 @@ EMPTY_PRODUCTS = ("for (int kt = 0; kt < KT; ++kt) {", "for (int kt = 0; kt < 0;
 
 
 def compiled(code: str):
-    """name -> kernel function of `code`, compiled once per name."""
+    """gate._kernel's stand-in: (source, name, definitions) -> the kernel function of `code` in
+    place of the source, compiled once per name."""
     functions = {}
 
-    def function(name):
+    def function(source, name, definitions):
         if name not in functions:
-            module = cp.RawModule(code=code, options=include_options(SOURCE), name_expressions=[name])
+            module = cp.RawModule(code=code, options=include_options(SOURCE) + definitions, name_expressions=[name])
             functions[name] = module.get_function(name)
         return functions[name]
     return function

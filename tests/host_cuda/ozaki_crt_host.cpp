@@ -1,12 +1,12 @@
 // kernels/ozaki_crt.cu compiled for the host, so that its logic can be checked against the numpy
 // specification (gemm_backend/crt.py) on a machine without a GPU (tests/test_ozaki_crt_kernels.py).
-// Every launch runs one block of one warp: 32 std::threads, with the warp and block primitives the
-// kernels use (__shfl_xor_sync, __any_sync, __syncthreads) built on a barrier and __shared__
-// arrays as function-local statics (one copy for all threads). The math functions are the C
+// Every launch runs one block of one warp (host_block.hpp), with the warp primitives of
+// warp_intrinsics.hpp. The math functions are the C
 // library's, which like CUDA's are exact for the operations the kernels use (frexp, ldexp, trunc,
 // rint, floor, fma, fmaf), and the integer intrinsics below have CUDA's exact semantics.
 // Build: g++ -std=c++20 -shared -fPIC -DKERNELS='"path/to/ozaki_crt.cu"' ozaki_crt_host.cpp
-#include "one_warp.hpp"
+#include "host_block.hpp"
+#include "warp_intrinsics.hpp"
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -14,11 +14,8 @@
 using std::floor; using std::fabs; using std::fma; using std::fmaf; using std::fmax; using std::frexp;
 using std::isfinite; using std::ldexp; using std::rint; using std::trunc;
 
-static double double_lanes[32];
-
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
-inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 inline double __ll2double_rn(long long x) { return (double)x; }
 inline long long __double2ll_rz(double x) { return (long long)x; }  // C++ conversion truncates
 inline int __double2int_rz(double x) { return (int)x; }
@@ -39,26 +36,6 @@ inline int __dp4a(int a, int b, int c)
     for (int byte = 0; byte < 4; ++byte)
         sum += (uint32_t)((int8_t)(uint8_t)((uint32_t)a >> 8 * byte) * (int8_t)(uint8_t)((uint32_t)b >> 8 * byte));
     return (int)sum;
-}
-
-inline double __shfl_xor_sync(unsigned, double value, int offset)
-{
-    const int lane = threadIdx.x & 31;
-    double_lanes[lane] = value;
-    warp_barrier->arrive_and_wait();
-    const double other = double_lanes[lane ^ offset];
-    warp_barrier->arrive_and_wait();
-    return other;
-}
-
-inline int __any_sync(unsigned, int predicate)
-{
-    int_lanes[threadIdx.x & 31] = predicate;
-    warp_barrier->arrive_and_wait();
-    int any = 0;
-    for (int lane = 0; lane < 32; ++lane) any |= int_lanes[lane];
-    warp_barrier->arrive_and_wait();
-    return any != 0;
 }
 
 #include KERNELS

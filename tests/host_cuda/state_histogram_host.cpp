@@ -1,33 +1,14 @@
 // ozaki/kernels/state_histogram.cu compiled for the host, so that its counting (the window
 // counters, their spreads and flushes, the out-of-window path) can be checked against the numpy
 // row path on a machine without a GPU (tests/test_state_histogram.py). A launch runs one block
-// of one warp (one_warp.hpp), which then walks every tile of the state through the tile skeleton
-// (gate_tiles.cuh, without prefetch) and flushes its window counters many times. The warp
-// primitives the kernel uses are built on the warp barrier (warp_intrinsics.hpp); the math
-// functions are the C library's, exact like CUDA's for frexp, fmax and fabs.
+// of one warp (host_block.hpp), which then walks every tile of the state through the tile skeleton
+// (gate_tiles.cuh, without prefetch) and flushes its window counters many times, with the warp
+// primitives of warp_intrinsics.hpp and the device functions of device_functions.hpp.
 // Build: g++ -std=c++20 -shared -fPIC -I<the two kernel folders> -DKERNELS='"state_histogram.cu"'
 //        state_histogram_host.cpp
-#include "one_warp.hpp"
+#include "host_block.hpp"
 #include "warp_intrinsics.hpp"
-#include <atomic>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-
-using std::fabs; using std::fmax; using std::frexp;
-
-struct double2 { double x, y; };
-inline double2 make_double2(double x, double y) { return {x, y}; }
-inline double2 __ldcs(const double2 *address) { return *address; }
-
-inline int min(int a, int b) { return a < b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
-inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
-template <class T> inline T atomicAdd(T *address, T value) { return std::atomic_ref<T>(*address).fetch_add(value); }
-
-// The skeleton's prefetch path (cp.async into shared memory) is compiled but never taken here.
-inline unsigned __cvta_generic_to_shared(const void *) { return 0; }
-inline void __syncwarp() { warp_barrier->arrive_and_wait(); }
+#include "device_functions.hpp"
 
 #include KERNELS
 

@@ -32,6 +32,37 @@ __device__ __forceinline__ double scale_by(double x, int k)
     return power_of_two_fits(k) ? x * two_to(k) : ldexp_slow(x, k);
 }
 
+// y = x 2^(8 SX - e) before the digits of a column of exponent e (0 for BAD_COLUMN):
+// scale_all(f) applies f to each of the column's values, f one multiplication by an exact power of
+// two unless 2^(8 SX - e) is not a double (then scale_by's ldexp), decided once for the column.
+template <int SX, class ScaleAll> __device__ __forceinline__ void scale_for_digits(int exponent, ScaleAll scale_all)
+{
+    const bool bad = exponent == BAD_COLUMN;
+    const int shift = bad ? 0 : 8 * SX - exponent;
+    if (bad || power_of_two_fits(shift)) {
+        const double factor = bad ? 0.0 : two_to(shift);
+        scale_all([factor](double x) { return x * factor; });
+    } else {
+        scale_all([shift](double x) { return ldexp_slow(x, shift); });
+    }
+}
+
+// Bits of the largest |value| among values[first .. first + count) of the four lanes of a quad
+// (a column), in each of them, as column_exponent_of_max_bits takes them: the bits of a double
+// >= 0 order like its value. first and count are constants once the caller's loops unroll.
+template <int N>
+__device__ __forceinline__ unsigned long long quad_max_abs_bits(const double2 (&values)[N], int first, int count)
+{
+    unsigned long long largest = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        if (j < first || j >= first + count) continue;
+        largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].x)));
+        largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].y)));
+    }
+    return quad_reduce(largest, [](unsigned long long a, unsigned long long b) { return max(a, b); });
+}
+
 // Bytes of (X + 0x80..80) for the scaled integer X = rint(y), least significant first, in 32-bit
 // words; digit p sits at byte SX - p (before the xor with 0x80).
 template <int SX> struct DigitWords {
@@ -70,12 +101,18 @@ __device__ __forceinline__ DigitWords<SX> digit_words(double y)
     return out;
 }
 
+// d += A B of the warp's m16n8k32 INT8 fragments (PTX's layouts; int32 wraps). Compiled for the
+// host, the harness's emulation (tests/host_cuda/ozaki_gate_host.cpp).
 __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
 {
+#ifdef __CUDA_ARCH__
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+#else
+    host_mma_s8(d, a, b0, b1);
+#endif
 }
 
 // The compiled-in plan: p + q = t, 1 <= p <= SX, 1 <= q <= SG, t <= TOP; the chunk with top
@@ -110,6 +147,17 @@ template <int SX> __device__ __forceinline__ void digit_fragment_words(const dou
             if (position < SX) words[SX - 1 - position] = bytes[b] ^ 0x80808080u;
         }
     }
+}
+
+// Zero the int32 sums of DIAGONALS diagonals for NT mma tiles.
+template <int DIAGONALS, int NT> __device__ __forceinline__ void clear_diagonals(int (&diagonal)[DIAGONALS][NT][4])
+{
+#pragma unroll
+    for (int t = 0; t < DIAGONALS; ++t)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) diagonal[t][nt][i] = 0;
 }
 
 // The FP64 accumulation of the plan's diagonals D_t (t = 2 .. TMAX, each exact in int32) for NT

@@ -21,7 +21,7 @@
 #include "gate_tiles.cuh"
 #include "ozaki_digits.cuh"
 
-#define MAX_WARPS_PER_BLOCK 8
+// MAX_WARPS_PER_BLOCK (the launch's most warps, its __launch_bounds__) comes from gate.py (-D).
 
 // The column this lane loads for its n-tile (mma column n = g): sigma(n) = 4 (n & 1) + (n >> 1),
 // so that the stores (columns 2t and 2t + 1 of each lane) cover 4 consecutive columns per half.
@@ -58,54 +58,19 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
     auto column_in_tile = [g](int nt) { return nt * 8 + load_column(g); };
     for_each_tile<K, NT, SLOTS, PREFETCH>(x, n_columns, layout, tables, my_stage, column_in_tile,
                                           [&](long long tile, long long tile_base, double2 (&v)[NT][SLOTS]) {
-        // column exponents (a quad holds one column) from the high words of |x|, then the digits,
-        // transposed into mma B fragments
+        // column exponents (a quad holds one column), then the digits, transposed into mma B fragments
         int exponent[NT][GROUPS];
         unsigned digits[SX][KT][2][NT];
-        unsigned need_exact = 0;  // bit GROUPS nt + q
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int q = 0; q < GROUPS; ++q) {
-                unsigned high = 0;
-#pragma unroll
-                for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
-                    high = max(high, max((unsigned)__double2hiint(v[nt][j].x) & 0x7fffffffu,
-                                         (unsigned)__double2hiint(v[nt][j].y) & 0x7fffffffu));
-                high = quad_reduce(high, [](unsigned a, unsigned b) { return max(a, b); });
-                exponent[nt][q] = high >= 0x7ff00000u ? BAD_COLUMN : exponent_from_high_word(high);
-                need_exact |= (high < 0x00100000u) << (GROUPS * nt + q);  // zero or subnormal maximum: frexp below
-            }
-        if (__any_sync(0xffffffffu, need_exact)) {
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int q = 0; q < GROUPS; ++q) {
-                    double max_abs = 0.0;
-#pragma unroll
-                    for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
-                        max_abs = fmax(max_abs, fmax(fabs(v[nt][j].x), fabs(v[nt][j].y)));
-                    max_abs = quad_reduce(max_abs, [](double a, double b) { return fmax(a, b); });
-                    if ((need_exact >> (GROUPS * nt + q)) & 1u) exponent[nt][q] = exponent_of_max(max_abs);
-                }
-        }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
             for (int q = 0; q < GROUPS; ++q) {
-                // y = x 2^(8 SX - e), in place: one multiplication unless 2^shift is not a double
-                const bool bad = exponent[nt][q] == BAD_COLUMN;
-                const int shift = bad ? 0 : 8 * SX - exponent[nt][q];
-                if (bad || power_of_two_fits(shift)) {
-                    const double scale = bad ? 0.0 : two_to(shift);
+                exponent[nt][q] = column_exponent_of_max_bits(quad_max_abs_bits(v[nt], q * GROUP_SLOTS, GROUP_SLOTS));
+                scale_for_digits<SX>(exponent[nt][q], [&](auto scale) {
 #pragma unroll
                     for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
-                        v[nt][j] = make_double2(v[nt][j].x * scale, v[nt][j].y * scale);
-                } else {
-#pragma unroll
-                    for (int j = q * GROUP_SLOTS; j < (q + 1) * GROUP_SLOTS; ++j)
-                        v[nt][j] = make_double2(ldexp_slow(v[nt][j].x, shift), ldexp_slow(v[nt][j].y, shift));
-                }
+                        v[nt][j] = make_double2(scale(v[nt][j].x), scale(v[nt][j].y));
+                });
             }
 #pragma unroll
             for (int kt = 0; kt < KT; ++kt)
@@ -141,12 +106,7 @@ ozaki_gate(const double2 *x, double2 *out, long long n_columns, unsigned long lo
             // D_t in its own int32 accumulators for every diagonal t: each gate fragment (q, kt) is
             // read from shared memory once and used for every p, on all n-tiles
             int diagonal[TMAX + 1][NT][4];
-#pragma unroll
-            for (int t_ = 0; t_ <= TMAX; ++t_)
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) diagonal[t_][nt][i] = 0;
+            clear_diagonals(diagonal);
 #pragma unroll
             for (int q = 1; q <= SG; ++q) {
                 if (q + 1 > TMAX) continue;

@@ -22,7 +22,8 @@
 #include "gate_tiles.cuh"
 #include "ozaki_digits.cuh"
 
-#define WIDE_WARPS 8
+// WIDE_WARPS (warps per block) and WIDE_TABLE_BYTES_PER_AMPLITUDE, _PER_COLUMN (the size of
+// WideTables) come from gate.py (-D), which sizes the launch's shared memory with them.
 
 // Shared memory of a block, after the column digits ([SX][KT][NB / 8][32] uint2).
 template <int K, int NB> struct WideTables {
@@ -97,6 +98,8 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     // amplitude j of thread i's item it at [it][j][i], so that each thread reads back only what it
     // copied and a warp's reads are conflict-free
     double2 *staged = (double2 *)((char *)&tables + sizeof(WideTables<K, NB>));
+    static_assert(sizeof(WideTables<K, NB>) == WIDE_TABLE_BYTES_PER_AMPLITUDE * K + WIDE_TABLE_BYTES_PER_COLUMN * NB,
+                  "gate.py sizes the tables as they are");
     static_assert(sizeof(WideTables<K, NB>) % 16 == 0, "the stage is 16-byte aligned");
     const TargetLayout<K> layout(targets);
     for (int i = threadIdx.x; i < K; i += blockDim.x) {
@@ -147,14 +150,8 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             double2 read[4];
             load_item(it, it < HELD ? v[it < HELD ? it : 0] : read, false);
             const double2 (&values)[4] = it < HELD ? v[it < HELD ? it : 0] : read;
-            unsigned long long largest = 0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].x)));
-                largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].y)));
-            }
             // the quad (t = 0..3) holds 16 amplitudes of one column
-            largest = quad_reduce(largest, [](unsigned long long a, unsigned long long b) { return max(a, b); });
+            const unsigned long long largest = quad_max_abs_bits(values, 0, 4);
             if (item.t == 0) atomicMax(&tables.largest[item.n], largest);
         }
         __syncthreads();
@@ -170,22 +167,14 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             double2 read[4];
             if (it >= HELD) load_item(it, read, true);
             const double2 (&values)[4] = it < HELD ? v[it < HELD ? it : 0] : read;
-            const int exponent = tables.column_exponent[item.n];
-            const bool bad = exponent == BAD_COLUMN;
-            const int shift = bad ? 0 : 8 * SX - exponent;
             double parts[2][4] = {{values[0].x, values[0].y, values[1].x, values[1].y},
                                   {values[2].x, values[2].y, values[3].x, values[3].y}};
+            scale_for_digits<SX>(tables.column_exponent[item.n], [&](auto scale) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                if (bad || power_of_two_fits(shift)) {
-                    const double scale = bad ? 0.0 : two_to(shift);
+                for (int h = 0; h < 2; ++h)
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) parts[h][i] *= scale;
-                } else {
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) parts[h][i] = ldexp_slow(parts[h][i], shift);
-                }
-            }
+                    for (int i = 0; i < 4; ++i) parts[h][i] = scale(parts[h][i]);
+            });
             unsigned words[2][SX];
             digit_fragment_words<SX>(parts[0], words[0]);
             digit_fragment_words<SX>(parts[1], words[1]);
@@ -200,12 +189,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
 #pragma unroll 1
         for (int mt = first_mt; mt < MT; mt += mt_step) {
             int diagonal[TMAX + 1][WARP_NT][4];
-#pragma unroll
-            for (int t_ = 0; t_ <= TMAX; ++t_)
-#pragma unroll
-                for (int nt = 0; nt < WARP_NT; ++nt)
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) diagonal[t_][nt][i] = 0;
+            clear_diagonals(diagonal);
             const uint4 *gate_tile = gate + (long long)mt * KT * 32 + lane;
 #pragma unroll 1
             for (int kt = 0; kt < KT; ++kt) {
