@@ -55,15 +55,16 @@ def test_launch_limits():
     assert (sixteen.n_tiles, sixteen.prefetch, sixteen.blocks_per_sm) == (2, False, 2)
     assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
     assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
-    assert plan_launch(512, plan_products(7, 1024)) is None  # K = 512 stays on the tile path
+    assert plan_launch(1024, plan_products(7, 2048)) is None  # K = 1024 stays on the tile path
     assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
     big = plan_launch(64, plan_products(13, 128))
     assert big is not None and big.shared_bytes <= 227 * 1024 and big.blocks_per_sm == 1
 
 
 def test_wide_launch_limits():
-    """K = 128, 256 take the wide kernel while the tile's column digits fit in shared memory;
-    four n-tiles per warp only where the diagonal sums leave registers for them."""
+    """K = 128 .. 512 take the wide kernel while the tile's column digits fit in shared memory
+    (16 columns a tile at K = 512); four n-tiles per warp only where the diagonal sums leave
+    registers for them and the tile has four."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10))
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
     assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
@@ -78,6 +79,12 @@ def test_wide_launch_limits():
     assert plan_launch(128, plan_products(12, 256)).warp_n_tiles == 2  # 23 diagonals
     assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
     assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
+    nine = plan_launch(512, plan_products(9, 1024, 9, 10))
+    assert (nine.columns, nine.warp_n_tiles, nine.gate_digits_held, nine.staged) == (16, 2, 9, False)
+    assert nine.shared_bytes == 9 * 1024 * 16 + 12 * 512 + 16 * 16
+    assert plan_launch(512, plan_products(5, 1024, 5, 7)).warp_n_tiles == 2  # the tile's two n-tiles
+    assert plan_launch(512, plan_products(13, 1024)).shared_bytes <= 227 * 1024
+    assert plan_launch(512, plan_products(14, 1024)) is None
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -276,15 +283,15 @@ def test_deferred_nonfinite_check_in_a_run(rng):
         backend.finish_run()
 
 
-# -- GPU: the wide kernel (K = 128, 256) ---------------------------------------------------
+# -- GPU: the wide kernel (K = 128 .. 512) ------------------------------------------------
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("d", [7, 8])
+@pytest.mark.parametrize("d", [7, 8, 9])
 @pytest.mark.parametrize("splits", [3, 9, 13])
 @pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
 def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     """Strides R = 2^q at q = 0, 1, middle and top; column counts below, at and past one
-    32-column tile; zero, subnormal and threshold columns."""
+    tile (32 columns, 16 at d = 9); zero, subnormal and threshold columns."""
     n_left, n_right = shape_of
     k = 1 << d
     u = haar_unitary(k, rng)
@@ -328,9 +335,9 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11, 12), (1, 2, 4, 6, 7, 10, 12, 13), (6, 7, 8, 9, 10, 11, 12, 13),
-                                     (13, 0, 5, 1, 9, 2, 11, 3)])
-@pytest.mark.parametrize("d", [7, 8])
+@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11, 12, 6), (1, 2, 4, 6, 7, 10, 12, 13, 3),
+                                     (6, 7, 8, 9, 10, 11, 12, 13, 5), (13, 0, 5, 1, 9, 2, 11, 3, 7)])
+@pytest.mark.parametrize("d", [7, 8, 9])
 def test_wide_scattered_targets_in_place_and_out(targets, d, rng):
     """Any target bits (the lowest state bit among them or not, the top one, an unsorted order),
     in place and out of place, against the CPU tiles on the transposed copy's columns."""
@@ -482,31 +489,36 @@ def test_host_fused_scattered_targets_out_of_place(host_kernel, d, targets, rng)
     (128, (4, 12, 9), {"warp_n_tiles": 2, "gate_digits_held": 9}),
     (256, (5, 5, 7), {}),  # four n-tiles per warp, not staged
     (256, (3, 4, 6), {"warp_n_tiles": 2, "gate_digits_held": 2}),
+    (512, (3, 3, 4), {}),  # 16 columns a tile, two n-tiles per warp
+    (512, (4, 3, 5), {"warp_n_tiles": 1, "gate_digits_held": 2}),
 ])
 def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shape, rng):
-    """Plans and register shapes of the wide kernel over a whole and a partial tile (35 columns,
-    one block: the first tile stages the second), zero, subnormal and threshold columns, in place."""
+    """Plans and register shapes of the wide kernel over whole and partial tiles (35 columns,
+    20 at K = 512; one block: each tile stages the next), zero, subnormal and threshold columns,
+    in place."""
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
     launch = plan_launch(k, plan)
     launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged)),
                                  **{key: value for key, value in shape.items() if key != "staged"})
     u = haar_unitary(k, rng)
-    x = _state(rng, (35, k, 1), special=True)
+    x = _state(rng, (35 if k < 512 else 20, k, 1), special=True)
     x[-2, :, 0] *= 2.0**-1030  # subnormals with high words above zero
     expected = _cpu_tiles(u, x, plan)
     assert not _host_apply(host_kernel, u, x, x, plan, launch, blocks=1)
     assert same_bits(x, expected)
 
 
-@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11), (10, 0, 5, 1, 9, 2, 11)])
+@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11), (10, 0, 5, 1, 9, 2, 11), (12, 0, 5, 1, 9, 2, 11, 3, 7)])
 def test_host_wide_scattered_targets_out_of_place(host_kernel, targets, rng):
-    plan = plan_products(5, 256, 5, 7)
-    u = haar_unitary(128, rng)
-    state = crandn(rng, 1 << 12) * 2.0 ** rng.integers(-20, 20, size=1 << 12)
+    """Any target bits, unsorted ones and the top one among them, out of place (one tile)."""
+    k = 1 << len(targets)
+    plan = plan_products(3, 2 * k, 3, 4)
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << 13) * 2.0 ** rng.integers(-20, 20, size=1 << 13)
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
     before, out = state.copy(), np.empty_like(state)
-    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(128, plan), targets=targets)
+    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(k, plan), targets=targets)
     assert same_bits(out, expected) and same_bits(state, before)
 
 

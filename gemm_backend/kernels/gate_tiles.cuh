@@ -23,8 +23,8 @@
 // column(tile 2^s + j) = column(tile 2^s) + column(j) for j < 2^s, and likewise amplitude. The
 // kernels pay one deposit per tile and look the in-tile parts up in AddressTables.
 template <int K> struct TargetLayout {
-    static constexpr int D = K >= 256 ? 8 : K >= 128 ? 7 : K >= 64 ? 6 : K >= 32 ? 5 : K >= 16 ? 4 : K >= 8 ? 3 : K >= 4 ? 2 : 1;
-    static_assert(K == 1 << D, "K must be a power of two in 2..256");
+    static constexpr int D = K >= 512 ? 9 : K >= 256 ? 8 : K >= 128 ? 7 : K >= 64 ? 6 : K >= 32 ? 5 : K >= 16 ? 4 : K >= 8 ? 3 : K >= 4 ? 2 : 1;
+    static_assert(K == 1 << D, "K must be a power of two in 2..512");
     unsigned long long packed;     // target[i] in gate order
     unsigned long long ascending;  // the same fields sorted, for the deposit
 

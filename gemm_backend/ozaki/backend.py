@@ -17,8 +17,8 @@ fp64). Under the fp64 and target rules, gates from K = OZAKI2_FROM_K run on Ozak
 the H100 (BENCHMARKS.md); the choice depends on K alone, so CPU and GPU give the same bits.
 
 Where the work runs:
-- apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernel
-  (gate.py) for K <= 256, in place, every amplitude read and written once.
+- apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernels
+  (gate.py) for K <= 512, in place, every amplitude read and written once.
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
@@ -121,7 +121,8 @@ class OzakiBackend(GemmBackend):
     bound = property(lambda self: self.split_rule.bound)
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
-        return on_gpu and self.fused and plan_launch(k, plan_products(IN_PLACE_PROBE_SPLITS, 2 * k)) is not None
+        return (on_gpu and self.fused and not self._takes_ozaki2(k)
+                and plan_launch(k, plan_products(IN_PLACE_PROBE_SPLITS, 2 * k)) is not None)
 
     def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
         """The fused kernel's and the GPU's tiled paths' measured passes at int8-auto's plans;

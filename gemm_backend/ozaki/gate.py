@@ -8,8 +8,9 @@ diagonal sums, FP64 accumulation, one write. Their bits equal the numpy specific
 B = the gate (plan.b_slices digits).
 
 Two kernels: for K <= 64 (FUSED_DIMS) a quad of lanes holds a column's digits in registers and the
-gate's digits sit in shared memory (Launch); for K = 128, 256 (WIDE_DIMS) a block makes the digits
-of WIDE_COLUMNS columns in shared memory and reads the gate's digits through L2 (WideLaunch).
+gate's digits sit in shared memory (Launch); for K = 128 .. 512 (WIDE_DIMS) a block makes the
+digits of WIDE_COLUMNS[K] columns in shared memory and reads the gate's digits through L2
+(WideLaunch).
 """
 import functools
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ from .split import row_exponents, split_rows
 from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
-WIDE_DIMS = (128, 256)
-WIDE_COLUMNS = 32  # columns of the wide kernel's block tile (NB)
+WIDE_DIMS = (128, 256, 512)
+# Columns of the wide kernel's block tile (NB) by K: 32, and 16 at K = 512, where the column
+# digits of 32 columns would pass the shared memory (a plan's 9 digits: 295 KB).
+WIDE_COLUMNS = {128: 32, 256: 32, 512: 16}
 WIDE_WARPS = 8
 # The wide kernel's WideTables per gate amplitude (its offset and the exponent of its embedded
 # rows) and per tile column (offset, exponent, largest |value|); the kernel asserts the sum.
@@ -33,9 +36,10 @@ WIDE_TABLE_BYTES_PER_AMPLITUDE = 8 + 4
 WIDE_TABLE_BYTES_PER_COLUMN = 4 + 4 + 8
 # Registers of the wide kernel's int32 diagonal sums per lane: WARP_NT n-tiles x 4 per diagonal.
 # Four n-tiles per warp (half the L2 reads of the gate's digits per product) while these stay
-# within WIDE_DIAGONAL_REGISTERS[K], else two; the next tile staged in shared memory at K = 128
-# only. The shapes measured fastest on the H100 (BENCHMARKS.md round 10, wide_variants.py).
-WIDE_DIAGONAL_REGISTERS = {128: 144, 256: 96}
+# within WIDE_DIAGONAL_REGISTERS[K], else two (at most the tile's n-tiles); the next tile staged
+# in shared memory at K = 128 only. The shapes measured fastest on the H100 at K = 128, 256
+# (BENCHMARKS.md round 10, wide_variants.py); K = 512 takes K = 256's rule, not yet measured.
+WIDE_DIAGONAL_REGISTERS = {128: 144, 256: 96, 512: 96}
 WIDE_STAGED_DIMS = (128,)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told
 # apart by a few free qubits, target_layout.packing_qubits) form one kernel column under the gate
@@ -89,7 +93,7 @@ class Launch:
 
 @dataclass(frozen=True)
 class WideLaunch:
-    """A variant of the wide kernel (K = 128, 256; the plan compiled in) and its shared memory."""
+    """A variant of the wide kernel (K in WIDE_DIMS; the plan compiled in) and its shared memory."""
 
     k: int
     state_slices: int
@@ -100,7 +104,7 @@ class WideLaunch:
     gate_digits_held: int  # gate digits a lane holds in registers at once
     staged: bool  # the next tile's amplitudes copied into shared memory while this tile's products run
     shared_bytes: int
-    columns: int = WIDE_COLUMNS  # the block's tile of columns (NB)
+    columns: int  # the block's tile of columns (NB)
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
     source: ClassVar[str] = "ozaki_gate_wide.cu"
     definitions: ClassVar[tuple] = (f"-DWIDE_WARPS={WIDE_WARPS}",
@@ -124,18 +128,20 @@ class WideLaunch:
                 f"{str(self.staged).lower()}, {self.blocks_per_sm}>")
 
 
-def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int = WIDE_COLUMNS) -> int:
+def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int) -> int:
     """The wide kernel's shared memory in bytes: the tile's column digits (one byte per real and
     digit), its WideTables, and when staged the next tile's complex128 amplitudes."""
     tables = WIDE_TABLE_BYTES_PER_AMPLITUDE * k + WIDE_TABLE_BYTES_PER_COLUMN * columns
     return state_slices * 2 * k * columns + tables + (16 * k * columns if staged else 0)
 
 
-def wide_launch(k: int, plan, staged: bool = None, columns: int = WIDE_COLUMNS, blocks_per_sm: int = 1):
-    """The WideLaunch for a gate of size k in WIDE_DIMS under `plan`, or None when its column
-    digits do not fit in shared memory (blocks_per_sm times); staged by default at K in
-    WIDE_STAGED_DIMS where the stage fits beside them. Two blocks per multiprocessor take one
-    n-tile per warp (their 128 registers hold no more diagonal sums)."""
+def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_per_sm: int = 1):
+    """The WideLaunch for a gate of size k in WIDE_DIMS under `plan` (columns: WIDE_COLUMNS[k]
+    by default), or None when its column digits do not fit in shared memory (blocks_per_sm
+    times); staged by default at K in WIDE_STAGED_DIMS where the stage fits beside them. Two
+    blocks per multiprocessor take one n-tile per warp (their 128 registers hold no more
+    diagonal sums)."""
+    columns = WIDE_COLUMNS[k] if columns is None else columns
     limit = shared_limit(blocks_per_sm)
     if staged is None:
         staged = k in WIDE_STAGED_DIMS and wide_shared_bytes(k, plan.a_slices, True, columns) <= limit
@@ -146,7 +152,7 @@ def wide_launch(k: int, plan, staged: bool = None, columns: int = WIDE_COLUMNS, 
     if blocks_per_sm > 1:
         warp_n_tiles = 1
     else:
-        warp_n_tiles = 4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2
+        warp_n_tiles = min(4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2, columns // 8)
     held = min(plan.b_slices, 9 if warp_n_tiles == 2 else 3)
     return WideLaunch(k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), warp_n_tiles, held, staged,
                       shared, columns, blocks_per_sm)

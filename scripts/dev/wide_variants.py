@@ -1,9 +1,9 @@
-"""Time shapes of the wide fused INT8 gate kernel (K = 128, 256: n-tiles per warp, gate digits
+"""Time shapes of the wide fused INT8 gate kernel (K = 128 .. 512: n-tiles per warp, gate digits
 held per lane, staged or not, columns per block, blocks per multiprocessor) under int8-auto's own plan for each gate (or the plan of --target-error),
 for several first targets, against the memory floor measured in the same run. The default shape
 is tagged "d", the fastest is starred. Prints one short table.
 
-    python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 7 8 --targets 0 12 top
+    python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 7 8 9 --targets 0 12 top
 """
 import dataclasses
 
@@ -18,7 +18,7 @@ from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_argume
 
 # (n-tiles per warp, gate digits held per lane, staged, columns per block, blocks per multiprocessor)
 SHAPES = [(4, 3, True, 32, 1), (4, 3, False, 32, 1), (2, 9, False, 32, 1), (1, 3, False, 32, 2), (1, 3, False, 16, 2),
-          (1, 3, True, 16, 2)]
+          (1, 3, True, 16, 2), (2, 9, False, 16, 1), (2, 3, False, 16, 1), (1, 9, False, 16, 1)]
 
 
 def wide_gate_cases(state, n_qubits: int, gate_sizes, targets, seed: int = 1):

@@ -1,5 +1,5 @@
 // The arithmetic both fused INT8 Ozaki-I gate kernels share (ozaki_gate.cu: a column per quad
-// of lanes, K <= 64; ozaki_gate_wide.cu: column digits in shared memory, K = 128, 256): the
+// of lanes, K <= 64; ozaki_gate_wide.cu: column digits in shared memory, K = 128 .. 512): the
 // scaling by exact powers of two, the balanced base-256 digits of a scaled amplitude in mma B
 // fragment bytes, the INT8 mma, and the exact int32 chunks of diagonals with their FP64
 // accumulation. Each kernel's bits equal the numpy specification (ozaki/split.py, plan.py) because

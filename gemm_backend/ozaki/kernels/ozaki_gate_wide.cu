@@ -1,4 +1,4 @@
-// Fused INT8 Ozaki-I gate for K = 128 and 256 (gemm_backend/ozaki/gate.py): every column of the
+// Fused INT8 Ozaki-I gate for K = 128, 256 and 512 (gemm_backend/ozaki/gate.py): every column of the
 // flat complex128 state (the K amplitudes at the gate's target bits, gate_tiles.cuh's
 // TargetLayout) becomes U times itself, every amplitude read once and written once, no digit or
 // partial product in global memory. The arithmetic is ozaki_gate.cu's (ozaki_digits.cuh), so
@@ -88,7 +88,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     constexpr int HELD = ITEMS < HELD_MAX ? ITEMS : HELD_MAX;
     constexpr int WARPS_PER_MT = NTB / WARP_NT;             // warps that share one m-tile's columns
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
-    static_assert(K == 128 || K == 256, "the wide kernel takes K = 128 and 256");
+    static_assert(K == 128 || K == 256 || K == 512, "the wide kernel takes K = 128, 256 and 512");
     static_assert(NB % (8 * WARP_NT) == 0 && WIDE_WARPS % WARPS_PER_MT == 0, "warps tile the block's columns");
     static_assert((NB * K / 4) % (WIDE_WARPS * 32) == 0, "whole items per thread");
 
