@@ -434,6 +434,17 @@ def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2) ->
     return bool(flag[0])
 
 
+def _with_subnormal_columns(x):
+    """x (L >= 3, K, R) with two more special columns at r = 0: subnormals whose high words are
+    not zero (l = L - 2), and a subnormal maximum at the exponent rule's threshold whose deciding
+    bits lie in the low word (l = L - 3: 255/256 2^-1040, the rest of the column below it)."""
+    x[-2, :, 0] *= 2.0**-1030
+    column = x[-3, :, 0]
+    x[-3, :, 0] = column / np.abs(column).max() * 2.0**-1041
+    x[-3, 0, 0] = 255 / 256 * 2.0**-1040
+    return x
+
+
 def _cpu_tiles(u, x, plan):
     expected = np.empty_like(x)
     gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
@@ -448,8 +459,7 @@ def test_host_fused_kernel_equals_cpu_bit_for_bit(host_kernel, d, plan_args, rng
     k = 1 << d
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
     u = haar_unitary(k, rng)
-    x = _state(rng, (5, k, 4), special=True)
-    x[-2, :, 1] *= 2.0**-1030  # subnormals with high words above zero
+    x = _with_subnormal_columns(_state(rng, (5, k, 4), special=True))
     expected = _cpu_tiles(u, x, plan)
     assert not _host_apply(host_kernel, u, x, x, plan, plan_launch(k, plan))
     assert same_bits(x, expected)
@@ -501,8 +511,7 @@ def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shap
     launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged)),
                                  **{key: value for key, value in shape.items() if key != "staged"})
     u = haar_unitary(k, rng)
-    x = _state(rng, (35 if k < 512 else 20, k, 1), special=True)
-    x[-2, :, 0] *= 2.0**-1030  # subnormals with high words above zero
+    x = _with_subnormal_columns(_state(rng, (35 if k < 512 else 20, k, 1), special=True))
     expected = _cpu_tiles(u, x, plan)
     assert not _host_apply(host_kernel, u, x, x, plan, launch, blocks=1)
     assert same_bits(x, expected)

@@ -48,19 +48,30 @@ template <int SX, class ScaleAll> __device__ __forceinline__ void scale_for_digi
 }
 
 // Bits of the largest |value| among values[first .. first + count) of the four lanes of a quad
-// (a column), in each of them, as column_exponent_of_max_bits takes them: the bits of a double
-// >= 0 order like its value. first and count are constants once the caller's loops unroll.
+// (a column), in each of them, as column_exponent_of_max_bits reads them: of a normal (or NaN,
+// Inf) maximum only the high word, all the rule needs, so that the common case compares 32-bit
+// words; all the bits of a zero or subnormal maximum, searched only in warps that hold one (the
+// bits of a double >= 0 order like its value). first and count are constants once the caller's
+// loops unroll; every lane of the warp calls.
 template <int N>
 __device__ __forceinline__ unsigned long long quad_max_abs_bits(const double2 (&values)[N], int first, int count)
 {
+    auto high_word = [](double x) { return (unsigned)__double2hiint(x) & 0x7fffffffu; };
+    unsigned high = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (j >= first && j < first + count) high = max(high, max(high_word(values[j].x), high_word(values[j].y)));
+    high = quad_reduce(high, [](unsigned a, unsigned b) { return max(a, b); });
+    const bool below_normal = high < 0x00100000u;
+    if (!__any_sync(0xffffffffu, below_normal)) return (unsigned long long)high << 32;
     unsigned long long largest = 0;
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-        if (j < first || j >= first + count) continue;
-        largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].x)));
-        largest = max(largest, (unsigned long long)__double_as_longlong(fabs(values[j].y)));
-    }
-    return quad_reduce(largest, [](unsigned long long a, unsigned long long b) { return max(a, b); });
+    for (int j = 0; j < N; ++j)
+        if (j >= first && j < first + count)
+            largest = max(largest, max((unsigned long long)__double_as_longlong(fabs(values[j].x)),
+                                       (unsigned long long)__double_as_longlong(fabs(values[j].y))));
+    largest = quad_reduce(largest, [](unsigned long long a, unsigned long long b) { return max(a, b); });
+    return below_normal ? largest : (unsigned long long)high << 32;
 }
 
 // Bytes of (X + 0x80..80) for the scaled integer X = rint(y), least significant first, in 32-bit
