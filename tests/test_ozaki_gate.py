@@ -119,6 +119,8 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     k = 1 << d
     u = haar_unitary(k, rng)
     x = _state(rng, (n_left, k, n_right), special=n_left > 1)
+    if n_left >= 3:
+        _with_subnormal_columns(x)
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
     assert same_bits(got, expected)
@@ -296,6 +298,8 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     k = 1 << d
     u = haar_unitary(k, rng)
     x = _state(rng, (n_left, k, n_right), special=n_left > 1)
+    if n_left >= 3:
+        _with_subnormal_columns(x)
     x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
