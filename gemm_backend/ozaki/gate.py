@@ -27,7 +27,7 @@ from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, pa
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 WIDE_DIMS = (128, 256, 512)
 # Columns of the wide kernel's block tile (NB) by K: 32, and 16 at K = 512, where the column
-# digits of 32 columns would pass the shared memory (a plan's 9 digits: 295 KB).
+# digits of 32 columns would exceed the shared memory (a plan's 9 digits: 295 KB).
 WIDE_COLUMNS = {128: 32, 256: 32, 512: 16}
 WIDE_WARPS = 8
 # The wide kernel's WideTables per gate amplitude (its offset and the exponent of its embedded
