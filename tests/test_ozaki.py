@@ -432,6 +432,16 @@ def test_large_gates_option(rng):
         gemm_backend.get("int8-auto", target_error=1e-30, large_gates="ozaki2").apply_batched(u, x, np.empty_like(x))
 
 
+def test_only_gates_on_ozaki1_count_as_in_place():
+    """works_in_place and takes_scattered (GPU) follow the scheme a gate size takes: the fused
+    kernels up to K = 256 on Ozaki-I; Ozaki-II's tiles need a second buffer."""
+    for options, in_place in [({}, (64, 128, 256)), ({"large_gates": "ozaki2"}, (64,)), ({"large_gates": "ozaki1"}, (64, 128, 256))]:
+        backend = gemm_backend.get("int8-auto", **options)
+        for k in (64, 128, 256, 512):
+            assert backend.works_in_place(k, True) == backend.takes_scattered(k, True) == (k in in_place), (options, k)
+            assert not backend.works_in_place(k, False)
+
+
 def test_apply_batched_rho_rule_looks_at_the_state(rng):
     u = seed_paper_matrix(rng, (4, 4), 1.0, True)
     x = seed_paper_matrix(rng, (40, 4, 2), 1.0, True)

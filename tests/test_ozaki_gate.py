@@ -14,8 +14,8 @@ import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.kernel_launch import SHARED_KERNEL_DIR, kernel_path
-from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WideLaunch, embedded_gate_rows, fragment_index,
-                                    fused_gate_call, plan_launch, tiles, wide_launch)
+from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WideLaunch, embedded_gate_rows,
+                                    fragment_index, fused_gate_call, plan_launch, tiles, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -55,16 +55,16 @@ def test_launch_limits():
     assert (sixteen.n_tiles, sixteen.prefetch, sixteen.blocks_per_sm) == (2, False, 2)
     assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
     assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
-    assert plan_launch(1024, plan_products(7, 2048)) is None  # K = 1024 stays on the tile path
+    assert plan_launch(512, plan_products(7, 1024)) is None  # K = 512 stays on the tile path until measured
     assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
     big = plan_launch(64, plan_products(13, 128))
     assert big is not None and big.shared_bytes <= 227 * 1024 and big.blocks_per_sm == 1
 
 
 def test_wide_launch_limits():
-    """K = 128 .. 512 take the wide kernel while the tile's column digits fit in shared memory
-    (16 columns a tile at K = 512); four n-tiles per warp only where the diagonal sums leave
-    registers for them and the tile has four."""
+    """K = 128, 256 take the wide kernel while the tile's column digits fit in shared memory;
+    four n-tiles per warp only where the diagonal sums leave registers for them and the tile has
+    four; K = 512 (16 columns a tile) through wide_launch only."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10))
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
     assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
@@ -79,12 +79,12 @@ def test_wide_launch_limits():
     assert plan_launch(128, plan_products(12, 256)).warp_n_tiles == 2  # 23 diagonals
     assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
     assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
-    nine = plan_launch(512, plan_products(9, 1024, 9, 10))
+    nine = wide_launch(512, plan_products(9, 1024, 9, 10))
     assert (nine.columns, nine.warp_n_tiles, nine.gate_digits_held, nine.staged) == (16, 2, 9, False)
     assert nine.shared_bytes == 9 * 1024 * 16 + 12 * 512 + 16 * 16
-    assert plan_launch(512, plan_products(5, 1024, 5, 7)).warp_n_tiles == 2  # the tile's two n-tiles
-    assert plan_launch(512, plan_products(13, 1024)).shared_bytes <= 227 * 1024
-    assert plan_launch(512, plan_products(14, 1024)) is None
+    assert wide_launch(512, plan_products(5, 1024, 5, 7)).warp_n_tiles == 2  # the tile's two n-tiles
+    assert wide_launch(512, plan_products(13, 1024)).shared_bytes <= 227 * 1024
+    assert wide_launch(512, plan_products(14, 1024)) is None
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -96,6 +96,23 @@ def _state(rng, shape, special: bool):
         x[-1, 0, -1] = 127 / 128 * 2.0**5  # a column maximum at the exponent rule's threshold
         x[-1, 1:, -1] *= 1e-290  # the rest of that column far below its maximum
     return x
+
+
+def _with_subnormal_columns(x):
+    """x (L >= 3, K, R) with two more special columns at r = 0: subnormals whose high words are
+    not zero (l = L - 2), and a subnormal maximum at the exponent rule's threshold whose deciding
+    bits lie in the low word (l = L - 3: 255/256 2^-1040, the rest of the column below it)."""
+    x[-2, :, 0] *= 2.0**-1030
+    column = x[-3, :, 0]
+    x[-3, :, 0] = column / np.abs(column).max() * 2.0**-1041
+    x[-3, 0, 0] = 255 / 256 * 2.0**-1040
+    return x
+
+
+def _cpu_tiles(u, x, plan):
+    expected = np.empty_like(x)
+    gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
+    return expected
 
 
 def _cpu_and_gpu(backend, u, x):
@@ -285,15 +302,15 @@ def test_deferred_nonfinite_check_in_a_run(rng):
         backend.finish_run()
 
 
-# -- GPU: the wide kernel (K = 128 .. 512) ------------------------------------------------
+# -- GPU: the wide kernel (K = 128, 256 routed; 512 by wide_launch) ------------------------
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("d", [7, 8, 9])
+@pytest.mark.parametrize("d", [7, 8])
 @pytest.mark.parametrize("splits", [3, 9, 13])
 @pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
 def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     """Strides R = 2^q at q = 0, 1, middle and top; column counts below, at and past one
-    tile (32 columns, 16 at d = 9); zero, subnormal and threshold columns."""
+    32-column tile; zero, subnormal and threshold columns."""
     n_left, n_right = shape_of
     k = 1 << d
     u = haar_unitary(k, rng)
@@ -308,7 +325,30 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("k", WIDE_DIMS)
+@pytest.mark.parametrize("plan_args", [(3,), (9, 9, 11), (13,)])
+@pytest.mark.parametrize("shape_of", [(20, 1), (3, 2), (5, 8), (1, 32)])
+def test_wide_at_512_equals_cpu_bit_for_bit(plan_args, shape_of, rng):
+    """K = 512 (wide_launch: not routed yet), strides R = 2^q at q = 0, 1, middle and top, column
+    counts below, at and past one 16-column tile, special columns, in place."""
+    import cupy as cp
+
+    from gemm_backend.ozaki.gate import apply_fused_gate
+
+    n_left, n_right = shape_of
+    plan = plan_products(plan_args[0], 1024, *plan_args[1:])
+    u = haar_unitary(512, rng)
+    x = _state(rng, (n_left, 512, n_right), special=n_left > 1)
+    if n_left >= 3:
+        _with_subnormal_columns(x)
+    expected = _cpu_tiles(u, x, plan)
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, wide_launch(512, plan))
+    assert same_bits(x_gpu.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("k", WIDE_DIMS + WIDE_UNMEASURED_DIMS)
 @pytest.mark.parametrize("state_slices, gate_slices, top", [(9, 8, 10), (5, 5, 7), (12, 4, 13), (4, 12, 9), (7, 7, 14)])
 @pytest.mark.parametrize("warp_n_tiles, held, staged, columns, blocks", [(2, 9, False, 32, 1), (4, 3, True, 32, 1),
                                                                        (4, 4, False, 32, 1), (1, 3, False, 16, 2),
@@ -357,8 +397,8 @@ def test_wide_scattered_targets_in_place_and_out(targets, d, rng):
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
     x_gpu, out_gpu = cp.asarray(state), cp.empty(state.shape, cp.complex128)
-    apply_fused_gate(cp.asarray(u), x_gpu, out_gpu, plan, plan_launch(k, plan), targets=targets)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, plan_launch(k, plan), targets=targets)
+    apply_fused_gate(cp.asarray(u), x_gpu, out_gpu, plan, wide_launch(k, plan), targets=targets)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, wide_launch(k, plan), targets=targets)
     assert same_bits(out_gpu.get(), expected)
     assert same_bits(x_gpu.get(), expected)
 
@@ -438,23 +478,6 @@ def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2) ->
     return bool(flag[0])
 
 
-def _with_subnormal_columns(x):
-    """x (L >= 3, K, R) with two more special columns at r = 0: subnormals whose high words are
-    not zero (l = L - 2), and a subnormal maximum at the exponent rule's threshold whose deciding
-    bits lie in the low word (l = L - 3: 255/256 2^-1040, the rest of the column below it)."""
-    x[-2, :, 0] *= 2.0**-1030
-    column = x[-3, :, 0]
-    x[-3, :, 0] = column / np.abs(column).max() * 2.0**-1041
-    x[-3, 0, 0] = 255 / 256 * 2.0**-1040
-    return x
-
-
-def _cpu_tiles(u, x, plan):
-    expected = np.empty_like(x)
-    gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
-    return expected
-
-
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("plan_args", [(3,), (7,), (13,), (9, 9, 10), (12, 4, 13), (4, 12, 9)])
 def test_host_fused_kernel_equals_cpu_bit_for_bit(host_kernel, d, plan_args, rng):
@@ -511,7 +534,7 @@ def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shap
     20 at K = 512; one block: each tile stages the next), zero, subnormal and threshold columns,
     in place."""
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
-    launch = plan_launch(k, plan)
+    launch = wide_launch(k, plan)
     launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged)),
                                  **{key: value for key, value in shape.items() if key != "staged"})
     u = haar_unitary(k, rng)
@@ -531,7 +554,7 @@ def test_host_wide_scattered_targets_out_of_place(host_kernel, targets, rng):
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
     before, out = state.copy(), np.empty_like(state)
-    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(k, plan), targets=targets)
+    assert not _host_apply(host_kernel, u, state, out, plan, wide_launch(k, plan), targets=targets)
     assert same_bits(out, expected) and same_bits(state, before)
 
 

@@ -18,7 +18,7 @@ the H100 (BENCHMARKS.md); the choice depends on K alone, so CPU and GPU give the
 
 Where the work runs:
 - apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernels
-  (gate.py) for K <= 512, in place, every amplitude read and written once.
+  (gate.py) for K <= 256, in place, every amplitude read and written once.
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default

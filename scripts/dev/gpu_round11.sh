@@ -2,15 +2,19 @@
 # GPU work of round 11, which had no device time: the kernels changed then (ozaki_digits.cuh's
 # shared steps, the -D definitions, the wide kernel at K = 512) and the measurements planned.
 #   bash scripts/dev/gpu_round11.sh OUTDIR check   # ~6 min: wgmma rates and layouts, gpu tests
-#   bash scripts/dev/gpu_round11.sh OUTDIR bench   # ~6 min: gates d = 5..9 at N = 30, ncu at d = 8
+#   bash scripts/dev/gpu_round11.sh OUTDIR bench   # ~5 min: gates d = 5..9 at N = 30, ncu at d = 8
+#   bash scripts/dev/gpu_round11.sh OUTDIR wide9   # ~5 min: the wide kernel's shapes at d = 9
 # check: scripts/dev/measure/wgmma_int8.cu (INT8 wgmma against mma.sync, the operand layouts a
 #   wgmma gate kernel would use), then the gpu tests of the fused INT8 kernels (test_ozaki_gate.py,
-#   test_ozaki.py, test_target_layout.py: every wide-kernel test now also at d = 9).
+#   test_ozaki.py, test_target_layout.py; the wide kernel at K = 512 through wide_launch).
 # bench: bench_gates.py at N = 30, d = 5..9, first target 0: cublas, int8-auto,
-#   int8-auto@large_gates=ozaki1 (the wide kernel at d = 9), int8-auto@target_error=1e-10 (set
-#   OLD=path/to/a/tree to add its int8-auto as a baseline, e.g. .old from `git archive 8f1489e`);
-#   then ncu's memory sections of the wide kernel at d = 8 (int8-9): is it bound by the gate's
-#   digits read through L2 (4.9 TB/s if each of the 2 warps per m-tile reads them, round 10)?
+#   int8-auto@large_gates=ozaki1 (the Ozaki-I tiles at d = 9, the baseline of wide9),
+#   int8-auto@target_error=1e-10 (set OLD=path/to/a/tree to add its int8-auto as a baseline, e.g.
+#   .old from `git archive 8f1489e`); then ncu's memory sections of the wide kernel at d = 8
+#   (int8-9): is it bound by the gate's digits read through L2 (4.9 TB/s if each of the 2 warps
+#   per m-tile reads them, round 10)?
+# wide9: scripts/dev/wide_variants.py at d = 9 (int8-auto's plan and --target-error 1e-10's), x the
+#   memory floor: against bench's tiles and Ozaki-II, whether plan_launch should route K = 512.
 set -uo pipefail
 out=${1:-out}; what=${2:-check}
 mkdir -p "$out"
@@ -41,4 +45,9 @@ if [[ $what == bench ]]; then
   ncu --section SpeedOfLight --section MemoryWorkloadAnalysis -k regex:ozaki_gate_wide -c 1 \
     python3 scripts/dev/profile_once.py 30 8 9 2>&1 | tee "$out/ncu_wide_d8.txt" \
     | grep -E "Duration|L2 Cache Throughput|DRAM Throughput|Memory Throughput|Compute \(SM\)|L1/TEX Hit|L2 Hit"
+fi
+
+if [[ $what == wide9 ]]; then
+  python3 scripts/dev/wide_variants.py --qubits 30 --gate-sizes 9 --targets 0 12 --repeats 3 2>&1 \
+    | tee "$out/wide9.log" | tail -6
 fi
