@@ -505,21 +505,6 @@ def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch
     assert same_bits(x, expected)
 
 
-@pytest.mark.parametrize("d, targets", [(2, (0, 4)), (3, (1, 7, 8)), (3, (9, 0, 5)), (5, (2, 11, 3, 6, 10)),
-                                        (6, (11, 0, 1, 2, 3, 4))])
-def test_host_fused_scattered_targets_out_of_place(host_kernel, d, targets, rng):
-    """Any target bits, packed launches among them, out of place: x stays as it was."""
-    k = 1 << d
-    plan = plan_products(7, 2 * k)
-    u = haar_unitary(k, rng)
-    state = crandn(rng, 1 << 12) * 2.0 ** rng.integers(-20, 20, size=1 << 12)
-    expected = state.copy()
-    _cpu_scattered(u, expected, targets, plan)
-    before, out = state.copy(), np.empty_like(state)
-    assert not _host_apply(host_kernel, u, state, out, plan, plan_launch(k, plan), targets=targets)
-    assert same_bits(out, expected) and same_bits(state, before)
-
-
 @pytest.mark.parametrize("k, plan_args, shape", [
     (128, (9, 8, 10), {}),  # int8-auto's plan at d = 7: the default, staged
     (128, (5, 5, 7), {"staged": False}),
@@ -544,17 +529,22 @@ def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shap
     assert same_bits(x, expected)
 
 
-@pytest.mark.parametrize("targets", [(0, 2, 3, 5, 8, 9, 11), (10, 0, 5, 1, 9, 2, 11), (12, 0, 5, 1, 9, 2, 11, 3, 7)])
-def test_host_wide_scattered_targets_out_of_place(host_kernel, targets, rng):
-    """Any target bits, unsorted ones and the top one among them, out of place (one tile)."""
+@pytest.mark.parametrize("targets, plan_args", [
+    ((0, 4), (7,)), ((1, 7, 8), (7,)), ((9, 0, 5), (7,)), ((2, 11, 3, 6, 10), (7,)), ((11, 0, 1, 2, 3, 4), (7,)),
+    ((0, 2, 3, 5, 8, 9, 11), (3, 3, 4)), ((10, 0, 5, 1, 9, 2, 11), (3, 3, 4)), ((12, 0, 5, 1, 9, 2, 11, 3, 7), (3, 3, 4)),
+])
+def test_host_scattered_targets_out_of_place(host_kernel, targets, plan_args, rng):
+    """Any target bits (packed launches, unsorted ones and the top one among them) for both
+    kernels, out of place: x stays as it was."""
     k = 1 << len(targets)
-    plan = plan_products(3, 2 * k, 3, 4)
+    plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
+    launch = plan_launch(k, plan) if k in FUSED_DIMS else wide_launch(k, plan)
     u = haar_unitary(k, rng)
     state = crandn(rng, 1 << 13) * 2.0 ** rng.integers(-20, 20, size=1 << 13)
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
     before, out = state.copy(), np.empty_like(state)
-    assert not _host_apply(host_kernel, u, state, out, plan, wide_launch(k, plan), targets=targets)
+    assert not _host_apply(host_kernel, u, state, out, plan, launch, targets=targets)
     assert same_bits(out, expected) and same_bits(state, before)
 
 
