@@ -1,12 +1,16 @@
-"""The FP64 tensor-core (DMMA) gate kernel: its fragment layout on the CPU, its results on the GPU."""
+"""The FP64 tensor-core (DMMA) gate kernel: its fragment layout on the CPU, its CUDA source compiled
+for the host (host_cuda/native_gate_host.cpp) and its results on the GPU, against numpy."""
+import ctypes
+
 import numpy as np
 import pytest
 
 import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.native.gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
-                                      launch_shape)
+                                      launch_shape, native_gate_call)
 from .helpers import crandn
+from .host_build import build_host_harness, kernel_includes
 
 
 def emulate_tile(fragments, columns, mma_k=4):
@@ -165,3 +169,66 @@ def test_gpu_before_hopper_takes_the_other_paths(monkeypatch, rng):
         backend.apply_batched(u_gpu, x_gpu, x_gpu)
         assert backend.last_call_info["kernel"] == path
         assert np.abs(x_gpu.get() - np.einsum("ij,ljr->lir", u, x)).max() < 1e-12
+
+
+# -- host: the CUDA source compiled for the CPU ------------------------------------------------------
+# The DMMA products are emulated as fused multiply-add chains (the hardware's order of additions is
+# not specified), so these compare with numpy within FP64's rounding, like the GPU tests.
+HOST_WARPS = 2
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    """build(launch) -> the host function of the launch's kernel variant, compiled once each."""
+    folder = tmp_path_factory.mktemp("native_gate_host")
+    built = {}
+
+    def build(launch):
+        if launch.name not in built:
+            options = ("-O1", *kernel_includes("native_gate.cu"), f"-DKERNEL={launch.name}")
+            built[launch.name] = build_host_harness("native_gate_host.cpp", folder / f"variant{len(built)}.so",
+                                                    options).host_native_gate
+        return built[launch.name]
+    return build
+
+
+def _host_apply(host_kernel, u, x, out, targets=None, launch=None, blocks=2) -> None:
+    """apply_native_gate's call (native_gate_call) run by the host build of its kernel."""
+    launch, (x, out, n_columns, packed_targets, fragments) = native_gate_call(u, x, out, targets, launch)
+    pointer = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
+    host_kernel(launch)(pointer(x), pointer(out), ctypes.c_longlong(n_columns), ctypes.c_ulonglong(packed_targets),
+                        pointer(fragments), ctypes.c_int(HOST_WARPS), ctypes.c_int(blocks))
+
+
+@pytest.mark.parametrize("k", DMMA_DIMS)
+@pytest.mark.parametrize("variant", [None, (1, True, 1), (2, False, 1, 8), (1, False, 2, 8)])
+def test_host_kernel_matches_numpy_at_several_strides(host_kernel, k, variant, rng):
+    """Default and other launch shapes (prefetch, m16n8k8), strides R = 2^q at q = 0, 1 and top,
+    partial tiles, out of place and in place."""
+    d = k.bit_length() - 1
+    u = crandn(rng, k, k)
+    launch = None if variant is None else launch_shape(k, *variant)
+    for n_left, n_right in [(9, 1), (5, 2), (1, 16)]:
+        x = crandn(rng, n_left, k, n_right)
+        expected = np.einsum("ij,ljr->lir", u, x)
+        out = np.full_like(x, np.nan)
+        _host_apply(host_kernel, u, x, out, launch=launch)
+        assert np.abs(out - expected).max() < 1e-12, (d, n_left, n_right)
+        _host_apply(host_kernel, u, x, x, launch=launch)
+        assert np.abs(x - expected).max() < 1e-12, (d, n_left, n_right)
+
+
+@pytest.mark.parametrize("targets", [(0, 5, 2), (7, 1, 4, 9), (9, 0, 3, 5, 6), (2, 3, 4, 8, 9, 10)])
+def test_host_kernel_on_scattered_targets(host_kernel, targets, rng):
+    """Any target bits in any order, the top bit among them, against the dense product."""
+    n = 11
+    k = 1 << len(targets)
+    u = crandn(rng, k, k)
+    state = crandn(rng, 1 << n)
+    axes = [n - 1 - t for t in reversed(targets)]  # gate index bit i is state bit targets[i]
+    others = [a for a in range(n) if a not in axes]
+    tensor = state.reshape((2,) * n).transpose(others + axes).reshape(-1, k)
+    expected = (tensor @ u.T).reshape((2,) * n).transpose(np.argsort(others + axes)).reshape(-1)
+    out = np.empty_like(state)
+    _host_apply(host_kernel, u, state, out, targets=targets)
+    assert np.abs(out - expected).max() < 1e-12

@@ -3,8 +3,6 @@ emulation (host_cuda/ozaki_crt_host.cpp), against the numpy specification: the G
 logic (layouts, limbs, rounding) checked bit for bit without a GPU, with and without FMA
 contraction. The INT8 GEMMs are float64 GEMMs of the residues here (exact), as on the CPU path."""
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +14,9 @@ from gemm_backend.ozaki.crt_backend import CrtLayout
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 
 from .helpers import same_bits, seed_paper_matrix
+from .host_build import build_host_harness
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
-HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_crt_host.cpp"
 GAUSSIAN = [False, True]  # the moduli: the largest coprime ones, or the Gaussian ones (int8-gcrt)
 BUILDS = {"plain": ["-O1", "-ffp-contract=off"], "fma": ["-O2", "-mfma", "-ffp-contract=fast"]}
 
@@ -33,19 +31,10 @@ def _has_fma() -> bool:
 @pytest.fixture(scope="module", params=list(BUILDS))
 def kernels(request, tmp_path_factory):
     """The host build of the kernels as a ctypes library (plain, and with FMA contraction)."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("needs g++ (C++20) to build the host emulation of the kernels")
     if request.param == "fma" and not _has_fma():
         pytest.skip("this CPU has no FMA instructions")
-    library = tmp_path_factory.mktemp("host_cuda") / f"ozaki_crt_{request.param}.so"
-    command = [compiler, "-std=c++20", "-shared", "-fPIC", *BUILDS[request.param], f'-DKERNELS="{KERNELS}"',
-               "-o", str(library), str(HARNESS), "-lpthread"]
-    built = subprocess.run(command, capture_output=True, text=True)
-    if built.returncode != 0 and "barrier" in built.stderr:
-        pytest.skip("this g++ lacks C++20 <barrier>")
-    assert built.returncode == 0, built.stderr
-    return ctypes.CDLL(str(library))
+    return build_host_harness("ozaki_crt_host.cpp", tmp_path_factory.mktemp("host_cuda") / f"ozaki_crt_{request.param}.so",
+                              (*BUILDS[request.param], f'-DKERNELS="{KERNELS}"'))
 
 
 def _pointer(array):

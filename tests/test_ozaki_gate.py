@@ -3,9 +3,6 @@ CPU; their CUDA source compiled for the host (host_cuda/ozaki_gate_host.cpp) and
 same bits as the numpy tile path for the same plan."""
 import ctypes
 import dataclasses
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +10,6 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.kernel_launch import SHARED_KERNEL_DIR, kernel_path
 from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WideLaunch, embedded_gate_rows,
                                     fragment_index, fused_gate_call, plan_launch, tiles, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
@@ -21,6 +17,7 @@ from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
 from .helpers import crandn, same_bits
+from .host_build import build_host_harness, kernel_includes
 
 
 # -- CPU: the fragment layout -------------------------------------------------------------
@@ -356,8 +353,6 @@ def test_wide_at_512_equals_cpu_bit_for_bit(plan_args, shape_of, rng):
 def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, top, warp_n_tiles, held, staged,
                                                   columns, blocks, rng):
     """Unequal digit counts, tops below and past s_a + s_b, every register shape, against the CPU tiles."""
-    import dataclasses
-
     import cupy as cp
 
     from gemm_backend.ozaki.gate import apply_fused_gate
@@ -427,7 +422,6 @@ def test_wide_nonfinite_columns_are_left_and_reported(rng):
 # The kernels' logic (digits, products, chunks, addressing, stages, tails of tiles, every plan)
 # runs here on every machine; the emulated parts (mma, cp.async, warps as threads) follow PTX's
 # definitions, and the GPU tests above remain the check of the hardware.
-HOST_HARNESS = Path(__file__).resolve().parent / "host_cuda" / "ozaki_gate_host.cpp"
 HOST_FUSED_WARPS = 2  # the fused kernel takes any warp count per block; the device runs up to 8
 
 
@@ -442,26 +436,17 @@ def _host_warps(launch) -> int:
 def host_kernel(tmp_path_factory):
     """build(launch) -> the host function of the launch's kernel variant (ozaki_gate_host.cpp),
     compiled once per variant with the launch's definitions at the host's warp count."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("needs g++ (C++20) to build the host emulation of the kernels")
     folder = tmp_path_factory.mktemp("ozaki_gate_host")
     built = {}
 
     def build(launch):
         if launch.name not in built:
-            host_definitions = {"-DWIDE_WARPS": _host_warps(launch)}
-            definitions = [d if d.split("=")[0] not in host_definitions else f"{d.split('=')[0]}={host_definitions[d.split('=')[0]]}"
-                           for d in launch.definitions]
-            library = folder / f"variant{len(built)}.so"
-            command = [compiler, "-std=c++20", "-shared", "-fPIC", "-O1", f"-I{kernel_path(launch.source).parent}",
-                       f"-I{SHARED_KERNEL_DIR}", f'-DKERNEL_SOURCE="{launch.source}"', f"-DKERNEL={launch.name}",
-                       *definitions, "-o", str(library), str(HOST_HARNESS), "-lpthread"]
-            result = subprocess.run(command, capture_output=True, text=True)
-            if result.returncode != 0 and "barrier" in result.stderr:
-                pytest.skip("this g++ lacks C++20 <barrier>")
-            assert result.returncode == 0, result.stderr
-            built[launch.name] = ctypes.CDLL(str(library)).host_fused_gate
+            host_definitions = {"-DWIDE_WARPS": f"-DWIDE_WARPS={_host_warps(launch)}"}
+            definitions = [host_definitions.get(d.split("=")[0], d) for d in launch.definitions]
+            options = ("-O1", *kernel_includes(launch.source), f'-DKERNEL_SOURCE="{launch.source}"',
+                       f"-DKERNEL={launch.name}", *definitions)
+            library = build_host_harness("ozaki_gate_host.cpp", folder / f"variant{len(built)}.so", options)
+            built[launch.name] = library.host_fused_gate
         return built[launch.name]
     return build
 

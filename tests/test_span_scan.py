@@ -4,8 +4,6 @@ the SpanSummaries equal, the norms equal up to the order of their sums. On the h
 runs through a one-warp emulation (host_cuda/span_scan_host.cpp, both lane mappings, with and
 without early flushes of its counters); on a GPU through cupy, alone and inside matmul."""
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +17,10 @@ from gemm_backend.ozaki.spans import CENTER_BINS, SPAN_BINS, SPAN_OFFSET
 from gemm_backend.ozaki.split import bits_per_slice
 
 from .helpers import same_bits, seed_paper_matrix
+from .host_build import build_host_harness
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 KERNELS = Path(span_scan.__file__).resolve().parent / "kernels" / "span_scan.cu"  # as installed
-HARNESS = Path(__file__).resolve().parent / "host_cuda" / "span_scan_host.cpp"
 # "flushing": the block flushes its shared counters before every tile of more than 100 values
 BUILDS = {"plain": [], "flushing": ["-DCOUNTER_LIMIT=100"]}
 COUNT_FIELDS = ("inner", "rows", "zeros", "nnz")
@@ -140,17 +138,9 @@ def host_kernel(request, tmp_path_factory):
 
 def build_host_kernel(build: str, tmp_path_factory):
     """The host build (BUILDS) of kernels/span_scan.cu as a ctypes function."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("needs g++ (C++20) to build the host emulation of the kernel")
-    library = tmp_path_factory.mktemp("host_cuda") / f"span_scan_{build}.so"
-    command = [compiler, "-std=c++20", "-shared", "-fPIC", "-O1", *span_scan.compile_definitions(),
-               *BUILDS[build], f'-DKERNELS="{KERNELS}"', "-o", str(library), str(HARNESS), "-lpthread"]
-    built = subprocess.run(command, capture_output=True, text=True)
-    if built.returncode != 0 and ("barrier" in built.stderr or "atomic_ref" in built.stderr):
-        pytest.skip("this g++ lacks C++20 <barrier> or std::atomic_ref")
-    assert built.returncode == 0, built.stderr
-    return ctypes.CDLL(str(library)).host_span_scan
+    library = build_host_harness("span_scan_host.cpp", tmp_path_factory.mktemp("host_cuda") / f"span_scan_{build}.so",
+                                 ("-O1", *span_scan.compile_definitions(), *BUILDS[build], f'-DKERNELS="{KERNELS}"'))
+    return library.host_span_scan
 
 
 def host_side(kernel, operand, layout, bits, lanes_across_rows):

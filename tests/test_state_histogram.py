@@ -4,9 +4,6 @@ counts of split.add_needed_bits_histogram over the transposed columns. The kerne
 host through a one-warp emulation (host_cuda/state_histogram_host.cpp), where one warp walks
 every tile and flushes its window counters many times, and on a GPU through cupy."""
 import ctypes
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,14 +11,14 @@ import pytest
 import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
-from gemm_backend.kernel_launch import SHARED_KERNEL_DIR, kernel_path
 from gemm_backend.ozaki.split import add_needed_bits_histogram, new_histogram, row_exponents
 from gemm_backend.ozaki.gate import DIGIT_BITS, FUSED_DIMS
 from gemm_backend.ozaki.state_histogram import state_histogram, takes_view
 from gemm_backend.target_layout import pack_targets, view_layout
 
+from .host_build import build_host_harness, kernel_includes
+
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
-HARNESS = Path(__file__).resolve().parent / "host_cuda" / "state_histogram_host.cpp"
 WINDOW = slice(54, 70)  # the bins the kernel counts in registers (WINDOW_FIRST_BIN, WINDOW_BINS)
 
 
@@ -172,20 +169,10 @@ def test_gpu_rho_gate_plans_equal_the_cpu_ones(rng):
 # -- the kernel on the host --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
-    """The host build of kernels/state_histogram.cu as a ctypes function. -O1 drops the tile
-    skeleton's unused prefetch path, whose PTX (cp.async) the host assembler cannot take."""
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("needs g++ (C++20) to build the host emulation of the kernel")
-    kernels = kernel_path("state_histogram.cu")
-    library = tmp_path_factory.mktemp("host_cuda") / "state_histogram.so"
-    command = [compiler, "-std=c++20", "-shared", "-fPIC", "-O1", f"-I{kernels.parent}", f"-I{SHARED_KERNEL_DIR}",
-               f'-DKERNELS="{kernels.name}"', "-o", str(library), str(HARNESS), "-lpthread"]
-    built = subprocess.run(command, capture_output=True, text=True)
-    if built.returncode != 0 and ("barrier" in built.stderr or "atomic_ref" in built.stderr):
-        pytest.skip("this g++ lacks C++20 <barrier> or std::atomic_ref")
-    assert built.returncode == 0, built.stderr
-    return ctypes.CDLL(str(library)).host_state_histogram
+    """The host build of kernels/state_histogram.cu as a ctypes function."""
+    library = build_host_harness("state_histogram_host.cpp", tmp_path_factory.mktemp("host_cuda") / "state_histogram.so",
+                                 ("-O1", *kernel_includes("state_histogram.cu"), '-DKERNELS="state_histogram.cu"'))
+    return library.host_state_histogram
 
 
 def host_histogram(kernel, flat, k, targets):

@@ -110,6 +110,20 @@ def _kernel(name: str):
     return raw_module("native_gate.cu", [name]).get_function(name)
 
 
+def native_gate_call(u, x, out, targets=None, launch: NativeLaunch = None, fragments=None) -> tuple:
+    """(launch, arguments) of the kernel call that applies u to x's columns, written to out:
+    `launch` (default_launch unless given) and the kernel's arguments (flat x, flat out, columns,
+    packed targets, gate fragments); arrays numpy or cupy like u and x (apply_native_gate's
+    arguments)."""
+    k = u.shape[0]
+    x, out, targets = launch_layout(x, out, k, targets)
+    launch = default_launch(k, run_length(targets)) if launch is None else launch
+    if launch.k != k:
+        raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")
+    fragments = gate_fragments(u) if fragments is None else fragments
+    return launch, (x, out, x.size // k, pack_targets(targets), fragments)
+
+
 def apply_native_gate(u, x, out, targets=None, launch: NativeLaunch = None, fragments=None) -> None:
     """Every column of x times u, written to out (out may be x). u: (K, K) complex128 cupy, K in
     DMMA_DIMS. Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views with R a
@@ -117,16 +131,9 @@ def apply_native_gate(u, x, out, targets=None, launch: NativeLaunch = None, frag
     amplitudes whose columns sit at those bits (target_layout.py). fragments: gate_fragments(u),
     when made beforehand."""
     cp = cupy_module()
-    k = u.shape[0]
-    x, out, targets = launch_layout(x, out, k, targets)
-    launch = default_launch(k, run_length(targets)) if launch is None else launch
-    if launch.k != k:
-        raise BackendError(f"launch shape for K = {launch.k} used with K = {k}")
-    fragments = gate_fragments(u) if fragments is None else fragments
+    launch, (x, out, n_columns, packed_targets, fragments) = native_gate_call(u, x, out, targets, launch, fragments)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = x.size // k
     blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * launch.warps)), launch.blocks_per_sm)
-    kernel((blocks,), (32 * launch.warps,),
-           (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), fragments),
+    kernel((blocks,), (32 * launch.warps,), (x, out, cp.int64(n_columns), cp.uint64(packed_targets), fragments),
            shared_mem=launch.shared_bytes)

@@ -18,12 +18,17 @@
 #define MAX_WARPS_PER_BLOCK 8
 
 // d += A b for A 16 x 4 (this lane: a0 = A[g][t], a1 = A[g + 8][t]), B 4 x 8 (b = B[t][g]),
-// D 16 x 8 (d0, d1 = D[g][2t], D[g][2t + 1]; d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]).
+// D 16 x 8 (d0, d1 = D[g][2t], D[g][2t + 1]; d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]). Compiled for
+// the host, the harness's emulation (tests/host_cuda/native_gate_host.cpp), as for mma_f64_k8.
 __device__ __forceinline__ void mma_f64(double (&d)[4], double a0, double a1, double b)
 {
+#ifdef __CUDA_ARCH__
     asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a0), "d"(a1), "d"(b));
+#else
+    host_mma_f64_k8(d, a0, a1, 0.0, 0.0, b, 0.0);
+#endif
 }
 
 // The same for A 16 x 8 (a0, a1, a2, a3 = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]) and
@@ -31,10 +36,14 @@ __device__ __forceinline__ void mma_f64(double (&d)[4], double a0, double a1, do
 __device__ __forceinline__ void mma_f64_k8(double (&d)[4], double a0, double a1, double a2, double a3, double b0,
                                            double b1)
 {
+#ifdef __CUDA_ARCH__
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
+#else
+    host_mma_f64_k8(d, a0, a1, a2, a3, b0, b1);
+#endif
 }
 
 template <int K, int NT, bool PREFETCH, int MIN_BLOCKS, int MMA_K>
