@@ -220,19 +220,25 @@ def apply_gate(words: GateWords, x, out, launch: GateLaunch, nonfinite=None, tar
     is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device int32
     flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
-    if words.shifts.shape != (launch.k,):
-        raise BackendError(f"words of a {words.shifts.shape[0]}-row gate for a kernel of size {launch.k}")
-    x, out, targets = launch_layout(x, out, launch.k, targets)
+    x, out, n_columns, packed_targets = gate_call(words, x, out, launch, targets)
     kernel = _kernel(launch.name)
     kernel.max_dynamic_shared_size_bytes = launch.shared_bytes
-    n_columns = x.size // launch.k
     blocks = persistent_blocks(-(-n_columns // (8 * launch.n_tiles * MAX_WARPS)), launch.blocks_per_sm)
     flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
     kernel((blocks,), (32 * MAX_WARPS,),
-           (x, out, cp.int64(n_columns), cp.uint64(pack_targets(targets)), words.fragments, words.shifts,
+           (x, out, cp.int64(n_columns), cp.uint64(packed_targets), words.fragments, words.shifts,
             cp.int32(WORD_EXPONENT), cp.int32(LOW_SHIFT), flag), shared_mem=launch.shared_bytes)
     if nonfinite is None and int(flag[0]):
         raise BackendError("the state contains NaN or Inf; fp16x2 needs finite input")
+
+
+def gate_call(words: GateWords, x, out, launch: GateLaunch, targets=None) -> tuple:
+    """(flat x, flat out, columns, packed targets): the state arguments of apply_gate's kernel
+    call (numpy or cupy like x), after checking the words against the launch."""
+    if words.shifts.shape != (launch.k,):
+        raise BackendError(f"words of a {words.shifts.shape[0]}-row gate for a kernel of size {launch.k}")
+    x, out, targets = launch_layout(x, out, launch.k, targets)
+    return x, out, x.size // launch.k, pack_targets(targets)
 
 
 class FusedGates:

@@ -1,6 +1,9 @@
 """The fused fp16x2 gate kernel (multiword_gate.py): its fragment layout and gate words on the
-CPU, and on the GPU the CPU path's values (bit for bit where every block sum is exact in FP32,
-within difference_bound otherwise) and its accuracy against a double-double reference."""
+CPU; its CUDA source compiled for the host (host_cuda/multiword_gate_host.cpp) and on the GPU, the
+CPU path's values (bit for bit where every block sum is exact in FP32, within difference_bound
+otherwise); on the GPU its accuracy against a double-double reference."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -9,12 +12,15 @@ from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.multiword import CpuWordProducts
 from gemm_backend.multiword_words import inner_layout, split_b
-from gemm_backend.multiword_gate import (FUSED_DIMS, difference_bound, fragment_index, gate_words, plan_launch,
-                                         tiles)
+from gemm_backend.multiword_gate import (FUSED_DIMS, difference_bound, fragment_index, gate_call, gate_words,
+                                         plan_launch, resolve_packing, tiles)
+from gemm_backend.multiword_words import LOW_SHIFT, WORD_EXPONENT
+from gemm_backend.target_layout import launch_layout
 from qsim.apply import apply_plan, plan_gate
 
 from .conftest import requires_gpu
 from .helpers import crandn
+from .host_build import build_host_harness, kernel_includes
 
 N_QUBITS = 12
 
@@ -247,3 +253,110 @@ def test_out_of_place_nonfinite_and_large_gates(rng):
     y = cp.asarray(crandn(rng, 2, 128, 4))
     backend.apply_batched(cp.asarray(big), y, y)
     assert backend.last_call_info["kernel"] == "gemm"
+
+
+# -- host: the CUDA source compiled for the CPU --------------------------------------------------
+HOST_WARPS = 2
+HOST_QUBITS = 12  # target_sets needs at least 2 d qubits
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    """build(launch) -> the host function of the launch's kernel variant, compiled once each."""
+    folder = tmp_path_factory.mktemp("multiword_gate_host")
+    built = {}
+
+    def build(launch):
+        if launch.name not in built:
+            options = ("-O1", "-ffp-contract=off", *kernel_includes("multiword_gate.cu"), f"-DKERNEL={launch.name}")
+            built[launch.name] = build_host_harness("multiword_gate_host.cpp", folder / f"variant{len(built)}.so",
+                                                    options).host_multiword_gate
+        return built[launch.name]
+    return build
+
+
+def _host_fused(host_kernel, backend, u, x, out, targets=None) -> bool:
+    """The backend's fused call (FusedGates._apply: packing, words, gate_call) run by the host
+    build of its kernel; whether the kernel flagged NaN or Inf."""
+    k = u.shape[0]
+    x, out, targets = launch_layout(x, out, k, targets)
+    launch, targets = resolve_packing(plan_launch(k, backend._block_for(k), backend.accumulate), targets, x.size)
+    words = gate_words(u, launch.k)
+    x, out, n_columns, packed_targets = gate_call(words, x, out, launch, targets)
+    flag = np.zeros(1, np.int32)
+    pointer = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
+    host_kernel(launch)(pointer(x), pointer(out), ctypes.c_longlong(n_columns), ctypes.c_ulonglong(packed_targets),
+                        pointer(words.fragments), pointer(words.shifts), ctypes.c_int(WORD_EXPONENT),
+                        ctypes.c_int(LOW_SHIFT), pointer(flag), ctypes.c_int(HOST_WARPS), ctypes.c_int(2))
+    return bool(flag[0])
+
+
+def _cpu_and_host(host_kernel, options, matrix, state, targets):
+    """One gate through the engine's path on the CPU, and with the host kernel where the GPU
+    would take the fused kernel (views and scattered targets alike)."""
+    cpu = _apply(gemm_backend.get("fp16x2", **options), matrix, state, targets)
+    backend = gemm_backend.get("fp16x2", **options)
+    plan = plan_gate(state.size.bit_length() - 1, targets, matrix)
+    host = state.copy()
+
+    def scattered(s, t):
+        assert not _host_fused(host_kernel, backend, plan.matrix, s, s, t)
+        return True
+    apply_plan(plan, host, lambda x, o: _host_fused(host_kernel, backend, plan.matrix, x, o), None, scattered)
+    return cpu, host
+
+
+@pytest.mark.parametrize("accumulate", ["fp32", "fp64"])
+@pytest.mark.parametrize("block", ["auto", 5])
+@pytest.mark.parametrize("d", range(1, 7))
+def test_host_exact_sums_give_the_cpu_values(host_kernel, d, block, accumulate, rng):
+    """As on the GPU: integer parts make every FP32 sum exact, so the bits agree for every target
+    set (packed launches included; a wrong fragment, lane or address shows here)."""
+    k = 1 << d
+    ints = lambda shape, top: rng.integers(-top, top + 1, shape).astype(np.float64)  # noqa: E731
+    u = ints((k, k), 3) + 1j * ints((k, k), 3)
+    state = (ints(1 << HOST_QUBITS, 2**14 - 1) + 1j * ints(1 << HOST_QUBITS, 2**14 - 1)) * 2.0**-14
+    for targets in target_sets(HOST_QUBITS, d):
+        cpu, host = _cpu_and_host(host_kernel, {"block": block, "accumulate": accumulate}, u, state, targets)
+        assert np.array_equal(cpu, host), targets
+
+
+@pytest.mark.parametrize("block", ["auto", 0, 3])
+@pytest.mark.parametrize("d", [2, 4, 6])
+def test_host_within_the_documented_bound_of_the_cpu_path(host_kernel, d, block, rng):
+    k = 1 << d
+    u = haar_unitary(k, rng)
+    state = crandn(rng, 1 << HOST_QUBITS) * 10.0 ** rng.uniform(-3, 3, 1 << HOST_QUBITS)
+    launch = plan_launch(k, gemm_backend.get("fp16x2", block=block)._block_for(k), "fp32")
+    bound = difference_bound(k, launch.block, launch.blocks)
+    for targets in target_sets(HOST_QUBITS, d):
+        cpu, host = _cpu_and_host(host_kernel, {"block": block}, u, state, targets)
+        tolerance = bound * _magnitude(u, state, targets)
+        assert (np.abs(host.real - cpu.real) <= tolerance).all(), targets
+        assert (np.abs(host.imag - cpu.imag) <= tolerance).all(), targets
+
+
+def test_host_nonfinite_columns_are_left_and_flagged(host_kernel, rng):
+    u = haar_unitary(16, rng)
+    x = crandn(rng, 8, 16, 4)
+    x[3, 5, 2] = np.nan
+    before = x.copy()
+    assert _host_fused(host_kernel, gemm_backend.get("fp16x2"), u, x, x)
+    assert np.array_equal(x[3, :, 2], before[3, :, 2], equal_nan=True)
+    assert np.abs(x[2] - np.einsum("ij,jr->ir", u, before[2])).max() < 1e-5
+
+
+def test_host_blocks_take_exactly_their_own_amplitudes(host_kernel):
+    """With 5-amplitude blocks, amplitudes 5..7 share k-tile 0 with block 0 but belong to block 1:
+    products 2^24 (amplitude 0) and 1, 1, 1 (amplitudes 5..7) make block sums 2^24 and 3, both
+    exact in FP32, and their FP64 sum 2^24 + 3; a block that took the three ones would round
+    2^24 + 3 in FP32 first."""
+    u = np.eye(8, dtype=np.complex128)
+    u[0, 0], u[0, 5:] = 2048.0, 1.0
+    state = np.zeros((1 << HOST_QUBITS) // 8 * 8, np.complex128).reshape(-1, 8)
+    state[:, 0], state[:, 5:] = 8192.0, 1.0
+    state = state.T.reshape(-1).copy()  # targets (HOST_QUBITS - 3 ..): amplitude j of column c at j 2^(n - 3) + c
+    targets = tuple(range(HOST_QUBITS - 3, HOST_QUBITS))
+    cpu, host = _cpu_and_host(host_kernel, {"block": 5, "accumulate": "fp64"}, u, state, targets)
+    assert np.array_equal(cpu, host)
+    assert (cpu[:1 << (HOST_QUBITS - 3)] == 2.0**24 + 3).all()

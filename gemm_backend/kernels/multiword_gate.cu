@@ -51,17 +51,27 @@ __device__ __forceinline__ double times_power_of_two(double x, int k)
 }
 
 // fp16 words as bit patterns; cvt rounds FP64 -> fp16 to nearest even in one step, like numpy.
+// Compiled for the host, the harness's conversions (tests/host_cuda/multiword_gate_host.cpp), as
+// for mma_f16.
 __device__ __forceinline__ unsigned half_bits(double v)
 {
+#ifdef __CUDA_ARCH__
     unsigned short h;
     asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v));
     return h;
+#else
+    return host_half_bits(v);
+#endif
 }
 __device__ __forceinline__ double half_value(unsigned bits)
 {
+#ifdef __CUDA_ARCH__
     double v;
     asm("cvt.f64.f16 %0, %1;" : "=d"(v) : "h"((unsigned short)bits));
     return v;
+#else
+    return host_half_value(bits);
+#endif
 }
 
 // The high and low words of one scaled amplitude as f16x2 registers, Re in the low half (the
@@ -77,9 +87,13 @@ __device__ __forceinline__ void split_amplitude(double re, double im, double low
 
 __device__ __forceinline__ void mma_f16(float (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
 {
+#ifdef __CUDA_ARCH__
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+#else
+    host_mma_f16(d, a, b0, b1);
+#endif
 }
 
 // Round-to-nearest sums and products that the compiler may not contract into an fma, so that

@@ -19,6 +19,7 @@ thread_local dim3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 #define __global__
 #define __device__
+#define __host__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __restrict__

@@ -12,6 +12,7 @@ inline int __clzll(long long x) { return std::countl_zero((unsigned long long)x)
 
 template <class T> T shuffle_from(T value, int source_lane) { return warp_gather(value)[source_lane & 31]; }
 inline int __shfl_sync(unsigned, int value, int source_lane) { return shuffle_from(value, source_lane); }
+inline int __shfl_xor_sync(unsigned, int value, int offset) { return shuffle_from(value, (threadIdx.x & 31) ^ offset); }
 inline unsigned __shfl_xor_sync(unsigned, unsigned value, int offset) { return shuffle_from(value, (threadIdx.x & 31) ^ offset); }
 inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long value, int offset)
 {
