@@ -32,3 +32,16 @@ def build_host_harness(harness: str, library: Path, options=()) -> ctypes.CDLL:
 def kernel_includes(file_name: str) -> tuple:
     """The -I options of a kernel source as installed: its own folder and the shared kernels'."""
     return f"-I{kernel_path(file_name).parent}", f"-I{SHARED_KERNEL_DIR}"
+
+
+def variant_builder(harness: str, entry: str, folder: Path, options_of):
+    """build(launch) -> the function `entry` of the harness built for the launch's kernel variant
+    with options_of(launch), each variant (launch.name) built once, into folder."""
+    built = {}
+
+    def build(launch):
+        if launch.name not in built:
+            library = build_host_harness(harness, folder / f"variant{len(built)}.so", options_of(launch))
+            built[launch.name] = getattr(library, entry)
+        return built[launch.name]
+    return build

@@ -20,7 +20,7 @@ from qsim.apply import apply_plan, plan_gate
 
 from .conftest import requires_gpu
 from .helpers import crandn
-from .host_build import build_host_harness, kernel_includes
+from .host_build import kernel_includes, variant_builder
 
 N_QUBITS = 12
 
@@ -262,17 +262,11 @@ HOST_QUBITS = 12  # target_sets needs at least 2 d qubits
 
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
-    """build(launch) -> the host function of the launch's kernel variant, compiled once each."""
-    folder = tmp_path_factory.mktemp("multiword_gate_host")
-    built = {}
-
-    def build(launch):
-        if launch.name not in built:
-            options = ("-O1", "-ffp-contract=off", *kernel_includes("multiword_gate.cu"), f"-DKERNEL={launch.name}")
-            built[launch.name] = build_host_harness("multiword_gate_host.cpp", folder / f"variant{len(built)}.so",
-                                                    options).host_multiword_gate
-        return built[launch.name]
-    return build
+    """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
+    options = lambda launch: ("-O1", "-ffp-contract=off", *kernel_includes("multiword_gate.cu"),  # noqa: E731
+                              f"-DKERNEL={launch.name}")
+    return variant_builder("multiword_gate_host.cpp", "host_multiword_gate", tmp_path_factory.mktemp("multiword_gate_host"),
+                           options)
 
 
 def _host_fused(host_kernel, backend, u, x, out, targets=None) -> bool:
@@ -346,17 +340,31 @@ def test_host_nonfinite_columns_are_left_and_flagged(host_kernel, rng):
     assert np.abs(x[2] - np.einsum("ij,jr->ir", u, before[2])).max() < 1e-5
 
 
-def test_host_blocks_take_exactly_their_own_amplitudes(host_kernel):
-    """With 5-amplitude blocks, amplitudes 5..7 share k-tile 0 with block 0 but belong to block 1:
-    products 2^24 (amplitude 0) and 1, 1, 1 (amplitudes 5..7) make block sums 2^24 and 3, both
-    exact in FP32, and their FP64 sum 2^24 + 3; a block that took the three ones would round
-    2^24 + 3 in FP32 first."""
+def _block_partition_case():
+    """(u, state, targets, expected amplitude 0) where amplitudes 5..7 share k-tile 0 with block 0
+    but belong to block 1 (5-amplitude blocks): products 2^24 (amplitude 0) and 1, 1, 1
+    (amplitudes 5..7) make block sums 2^24 and 3, both exact in FP32, and their FP64 sum
+    2^24 + 3; a block that took the three ones would round 2^24 + 3 in FP32 first. With exact
+    sums elsewhere, a wrong partition changes no bit, so this case is the one that shows it."""
     u = np.eye(8, dtype=np.complex128)
     u[0, 0], u[0, 5:] = 2048.0, 1.0
-    state = np.zeros((1 << HOST_QUBITS) // 8 * 8, np.complex128).reshape(-1, 8)
-    state[:, 0], state[:, 5:] = 8192.0, 1.0
-    state = state.T.reshape(-1).copy()  # targets (HOST_QUBITS - 3 ..): amplitude j of column c at j 2^(n - 3) + c
-    targets = tuple(range(HOST_QUBITS - 3, HOST_QUBITS))
+    columns = np.zeros(((1 << HOST_QUBITS) // 8, 8), np.complex128)
+    columns[:, 0], columns[:, 5:] = 8192.0, 1.0
+    state = columns.T.reshape(-1).copy()  # targets n - 3 ..: amplitude j of column c at j 2^(n - 3) + c
+    return u, state, tuple(range(HOST_QUBITS - 3, HOST_QUBITS)), 2.0**24 + 3
+
+
+def test_host_blocks_take_exactly_their_own_amplitudes(host_kernel):
+    u, state, targets, first = _block_partition_case()
     cpu, host = _cpu_and_host(host_kernel, {"block": 5, "accumulate": "fp64"}, u, state, targets)
     assert np.array_equal(cpu, host)
-    assert (cpu[:1 << (HOST_QUBITS - 3)] == 2.0**24 + 3).all()
+    assert (cpu[:1 << (HOST_QUBITS - 3)] == first).all()
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_blocks_take_exactly_their_own_amplitudes():
+    u, state, targets, first = _block_partition_case()
+    cpu, gpu = _cpu_and_gpu({"block": 5, "accumulate": "fp64"}, u, state, targets)
+    assert np.array_equal(cpu, gpu)
+    assert (gpu[:1 << (HOST_QUBITS - 3)] == first).all()

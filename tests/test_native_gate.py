@@ -10,7 +10,7 @@ from gemm_backend import BackendError
 from gemm_backend.native.gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
                                       launch_shape, native_gate_call)
 from .helpers import crandn
-from .host_build import build_host_harness, kernel_includes
+from .host_build import kernel_includes, variant_builder
 
 
 def emulate_tile(fragments, columns, mma_k=4):
@@ -179,17 +179,10 @@ HOST_WARPS = 2
 
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
-    """build(launch) -> the host function of the launch's kernel variant, compiled once each."""
-    folder = tmp_path_factory.mktemp("native_gate_host")
-    built = {}
-
-    def build(launch):
-        if launch.name not in built:
-            options = ("-O1", *kernel_includes("native_gate.cu"), f"-DKERNEL={launch.name}")
-            built[launch.name] = build_host_harness("native_gate_host.cpp", folder / f"variant{len(built)}.so",
-                                                    options).host_native_gate
-        return built[launch.name]
-    return build
+    """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
+    options = lambda launch: ("-O1", *kernel_includes("native_gate.cu"), f"-DKERNEL={launch.name}")  # noqa: E731
+    return variant_builder("native_gate_host.cpp", "host_native_gate", tmp_path_factory.mktemp("native_gate_host"),
+                           options)
 
 
 def _host_apply(host_kernel, u, x, out, targets=None, launch=None, blocks=2) -> None:

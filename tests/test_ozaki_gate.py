@@ -17,7 +17,7 @@ from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
 from .helpers import crandn, same_bits
-from .host_build import build_host_harness, kernel_includes
+from .host_build import kernel_includes, variant_builder
 
 
 # -- CPU: the fragment layout -------------------------------------------------------------
@@ -432,23 +432,20 @@ def _host_warps(launch) -> int:
     return HOST_FUSED_WARPS
 
 
+def _host_options(launch) -> tuple:
+    """g++ options of a launch's host build: its source, instantiation and definitions, the wide
+    kernel's warps per block at the host's count."""
+    definitions = [f"-DWIDE_WARPS={_host_warps(launch)}" if d.startswith("-DWIDE_WARPS=") else d
+                   for d in launch.definitions]
+    return ("-O1", *kernel_includes(launch.source), f'-DKERNEL_SOURCE="{launch.source}"', f"-DKERNEL={launch.name}",
+            *definitions)
+
+
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
-    """build(launch) -> the host function of the launch's kernel variant (ozaki_gate_host.cpp),
-    compiled once per variant with the launch's definitions at the host's warp count."""
-    folder = tmp_path_factory.mktemp("ozaki_gate_host")
-    built = {}
-
-    def build(launch):
-        if launch.name not in built:
-            host_definitions = {"-DWIDE_WARPS": f"-DWIDE_WARPS={_host_warps(launch)}"}
-            definitions = [host_definitions.get(d.split("=")[0], d) for d in launch.definitions]
-            options = ("-O1", *kernel_includes(launch.source), f'-DKERNEL_SOURCE="{launch.source}"',
-                       f"-DKERNEL={launch.name}", *definitions)
-            library = build_host_harness("ozaki_gate_host.cpp", folder / f"variant{len(built)}.so", options)
-            built[launch.name] = library.host_fused_gate
-        return built[launch.name]
-    return build
+    """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
+    return variant_builder("ozaki_gate_host.cpp", "host_fused_gate", tmp_path_factory.mktemp("ozaki_gate_host"),
+                           _host_options)
 
 
 def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2) -> bool:
