@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # GPU work of round 11, which had no device time: the kernels changed then (ozaki_digits.cuh's
 # shared steps, the -D definitions, the wide kernel at K = 512) and the measurements planned.
-#   bash scripts/dev/gpu_round11.sh OUTDIR check   # ~6 min: wgmma rates and layouts, gpu tests
+#   bash scripts/dev/gpu_round11.sh OUTDIR check   # ~8 min: wgmma rates and layouts, gpu tests
 #   bash scripts/dev/gpu_round11.sh OUTDIR bench   # ~5 min: gates d = 5..9 at N = 30, ncu at d = 8
 #   bash scripts/dev/gpu_round11.sh OUTDIR wide9   # ~5 min: the wide kernel's shapes at d = 9
 # check: scripts/dev/measure/wgmma_int8.cu (INT8 wgmma against mma.sync, the operand layouts a
-#   wgmma gate kernel would use), then the gpu tests of the fused INT8 kernels (test_ozaki_gate.py,
-#   test_ozaki.py, test_target_layout.py; the wide kernel at K = 512 through wide_launch).
+#   wgmma gate kernel would use), then the gpu tests of the gate kernels whose launch code changed
+#   (test_ozaki_gate.py, test_ozaki.py, test_target_layout.py with the wide kernel at K = 512
+#   through wide_launch; test_native_gate.py, test_multiword_gate.py).
 # bench: bench_gates.py at N = 30, d = 5..9, first target 0: cublas, int8-auto,
 #   int8-auto@large_gates=ozaki1 (the Ozaki-I tiles at d = 9, the baseline of wide9),
 #   int8-auto@target_error=1e-10 (set OLD=path/to/a/tree to add its int8-auto as a baseline, e.g.
@@ -30,7 +31,8 @@ if [[ $what == check ]]; then
     2>&1 | tee "$out/wgmma_build.log" | grep -i -E "error|serializ"
   /tmp/wgmma_int8 2>&1 | tee "$out/wgmma_int8.txt"
   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_ozaki_gate.py tests/test_ozaki.py \
-    tests/test_target_layout.py 2>&1 | tee "$out/gpu_tests.log" | tail -8
+    tests/test_target_layout.py tests/test_native_gate.py tests/test_multiword_gate.py 2>&1 \
+    | tee "$out/gpu_tests.log" | tail -8
 fi
 
 if [[ $what == bench ]]; then
