@@ -1,0 +1,75 @@
+"""Compile the gate kernels' variants through NVRTC with the package's own options, on a machine
+without a GPU: a check of the CUDA sources (and of the -D definitions gate.py passes) before a
+device session. Needs libnvrtc, e.g. from the nvidia-cuda-nvrtc wheel (not a dependency):
+
+    pip download --no-deps -d /tmp/w nvidia-cuda-nvrtc && python -m zipfile -e /tmp/w/*.whl /tmp/nvrtc
+    python scripts/dev/nvrtc_compile_check.py --nvrtc /tmp/nvrtc/nvidia/cu13/lib/libnvrtc.so.13
+
+Prints one line per variant (cubin bytes, or the compiler's log) and exits 1 if any fails.
+"""
+import argparse
+import ctypes
+import sys
+
+from gemm_backend.kernel_launch import include_options, kernel_path
+from gemm_backend.multiword_gate import plan_launch as multiword_launch
+from gemm_backend.native.gate import launch_shape
+from gemm_backend.ozaki.gate import plan_launch, wide_launch
+from gemm_backend.ozaki.plan import plan_products
+
+ARCH = "--gpu-architecture=sm_90"
+
+
+def variants() -> list:
+    """(source, name expression, -D definitions) of representative variants of every gate kernel."""
+    ozaki = [plan_launch(64, plan_products(9, 128, 9, 10)), plan_launch(4, plan_products(7, 8)),
+             plan_launch(32, plan_products(7, 64), n_tiles=1, prefetch=True, blocks_per_sm=1),
+             plan_launch(128, plan_products(9, 256, 8, 10)), plan_launch(256, plan_products(9, 512, 9, 11)),
+             wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2),
+             wide_launch(512, plan_products(9, 1024, 9, 11))]
+    rows = [(launch.source, launch.name, launch.definitions) for launch in ozaki]
+    rows += [("native_gate.cu", launch_shape(32, 2, False, 1).name, ()),
+             ("native_gate.cu", launch_shape(16, 1, True, 2, 8).name, ())]
+    rows += [("multiword_gate.cu", multiword_launch(k, k, accumulate).name, ()) for k, accumulate in
+             ((16, "fp32"), (4, "fp64"), (64, "fp32"))]
+    return rows
+
+
+def compile_variant(nvrtc, source: str, name: str, definitions) -> tuple:
+    """(ok, message): NVRTC's result for one name expression of the kernel source file."""
+    path = kernel_path(source)
+    program = ctypes.c_void_p()
+    if nvrtc.nvrtcCreateProgram(ctypes.byref(program), path.read_text().encode(), source.encode(), 0, None, None):
+        return False, "nvrtcCreateProgram failed"
+    nvrtc.nvrtcAddNameExpression(program, name.encode())
+    options = [o.encode() for o in (*include_options(path), *definitions, ARCH)]
+    status = nvrtc.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(*options))
+    if status:
+        size = ctypes.c_size_t()
+        nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        nvrtc.nvrtcGetProgramLog(program, log)
+        message = log.value.decode(errors="replace").strip()
+    else:
+        size = ctypes.c_size_t()
+        nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size))
+        message = f"cubin {size.value} bytes"
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
+    return status == 0, message
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nvrtc", required=True, help="path of libnvrtc.so")
+    args = parser.parse_args()
+    nvrtc = ctypes.CDLL(args.nvrtc)
+    failed = 0
+    for source, name, definitions in variants():
+        ok, message = compile_variant(nvrtc, source, name, definitions)
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {message}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
