@@ -10,8 +10,8 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WideLaunch, embedded_gate_rows,
-                                    fragment_index, fused_gate_call, plan_launch, tiles, wide_launch)
+from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WIDE_WARPS, WideLaunch,
+                                    embedded_gate_rows, fragment_index, fused_gate_call, plan_launch, tiles, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -432,11 +432,10 @@ def _host_warps(launch) -> int:
     return HOST_FUSED_WARPS
 
 
-def _host_options(launch) -> tuple:
+def _host_options(launch, warps: int) -> tuple:
     """g++ options of a launch's host build: its source, instantiation and definitions, the wide
-    kernel's warps per block at the host's count."""
-    definitions = [f"-DWIDE_WARPS={_host_warps(launch)}" if d.startswith("-DWIDE_WARPS=") else d
-                   for d in launch.definitions]
+    kernel's warps per block at `warps`."""
+    definitions = [f"-DWIDE_WARPS={warps}" if d.startswith("-DWIDE_WARPS=") else d for d in launch.definitions]
     return ("-O1", *kernel_includes(launch.source), f'-DKERNEL_SOURCE="{launch.source}"', f"-DKERNEL={launch.name}",
             *definitions)
 
@@ -445,18 +444,26 @@ def _host_options(launch) -> tuple:
 def host_kernel(tmp_path_factory):
     """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
     return variant_builder("ozaki_gate_host.cpp", "host_fused_gate", tmp_path_factory.mktemp("ozaki_gate_host"),
-                           _host_options)
+                           lambda launch: _host_options(launch, _host_warps(launch)))
 
 
-def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2) -> bool:
+@pytest.fixture(scope="module")
+def host_kernel_at_device_warps(tmp_path_factory):
+    """The same with the device's WIDE_WARPS (slower on the host: 256 threads a block)."""
+    return variant_builder("ozaki_gate_host.cpp", "host_fused_gate", tmp_path_factory.mktemp("ozaki_gate_host_8"),
+                           lambda launch: _host_options(launch, WIDE_WARPS))
+
+
+def _host_apply(host_kernel, u, x, out, plan, launch, targets=None, blocks=2, warps=None) -> bool:
     """apply_fused_gate's call (fused_gate_call) run by the host build of its kernel, `blocks`
-    blocks one after another; whether the kernel flagged NaN or Inf."""
+    blocks of `warps` warps (default _host_warps) one after another; whether the kernel flagged
+    NaN or Inf."""
     launch, (x, out, n_columns, packed_targets, fragments, exponents) = fused_gate_call(u, x, out, plan, launch, targets)
     flag = np.zeros(1, np.int32)
     pointer = lambda a: ctypes.c_void_p(a.ctypes.data)  # noqa: E731
     host_kernel(launch)(pointer(x), pointer(out), ctypes.c_longlong(n_columns), ctypes.c_ulonglong(packed_targets),
-                        pointer(fragments), pointer(exponents), pointer(flag), ctypes.c_int(_host_warps(launch)),
-                        ctypes.c_int(blocks))
+                        pointer(fragments), pointer(exponents), pointer(flag),
+                        ctypes.c_int(_host_warps(launch) if warps is None else warps), ctypes.c_int(blocks))
     return bool(flag[0])
 
 
@@ -508,6 +515,20 @@ def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shap
     x = _with_subnormal_columns(_state(rng, (35 if k < 512 else 20, k, 1), special=True))
     expected = _cpu_tiles(u, x, plan)
     assert not _host_apply(host_kernel, u, x, x, plan, launch, blocks=1)
+    assert same_bits(x, expected)
+
+
+def test_host_wide_kernel_at_the_devices_warps(host_kernel_at_device_warps, rng):
+    """Eight warps, as on the device: at K = 128 a thread then holds all its items in registers
+    from the maxima to the digits (with fewer warps it reads some again), staged, two tiles and a
+    partial one in one block."""
+    plan = plan_products(3, 256, 3, 4)
+    launch = wide_launch(128, plan)
+    assert launch.staged
+    u = haar_unitary(128, rng)
+    x = _with_subnormal_columns(_state(rng, (70, 128, 1), special=True))
+    expected = _cpu_tiles(u, x, plan)
+    assert not _host_apply(host_kernel_at_device_warps, u, x, x, plan, launch, blocks=1, warps=WIDE_WARPS)
     assert same_bits(x, expected)
 
 
