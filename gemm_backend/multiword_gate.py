@@ -49,7 +49,9 @@ PACKED_K = {4: 8}
 MAX_PACKED_K = 16  # at most 4 groups per kernel column (the kernel's per-group registers)
 MAX_WARPS = 8
 ACCUMULATOR_TYPES = {"fp32": "float", "fp64": "double"}
-_SHIFT_TABLE_BYTES = 256  # SHIFT_TABLE_INTS in the kernel
+_SHIFT_TABLE_BYTES = 256
+# -D options of multiword_gate.cu: its __launch_bounds__ and the ints of its gate-shift table.
+KERNEL_DEFINITIONS = (f"-DMAX_WARPS_PER_BLOCK={MAX_WARPS}", f"-DSHIFT_TABLE_INTS={_SHIFT_TABLE_BYTES // 4}")
 _FRAGMENT_BYTES = 16  # one uint4 of A fragment per lane
 
 
@@ -208,7 +210,7 @@ def gate_words(u, k: int = None) -> GateWords:
 # -- launch -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str):
-    return raw_module("multiword_gate.cu", [name]).get_function(name)
+    return raw_module("multiword_gate.cu", [name], KERNEL_DEFINITIONS).get_function(name)
 
 
 def apply_gate(words: GateWords, x, out, launch: GateLaunch, nonfinite=None, targets=None) -> None:

@@ -12,8 +12,8 @@ from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.multiword import CpuWordProducts
 from gemm_backend.multiword_words import inner_layout, split_b
-from gemm_backend.multiword_gate import (FUSED_DIMS, difference_bound, fragment_index, gate_call, gate_words,
-                                         plan_launch, resolve_packing, tiles)
+from gemm_backend.multiword_gate import (FUSED_DIMS, KERNEL_DEFINITIONS, difference_bound, fragment_index, gate_call,
+                                         gate_words, plan_launch, resolve_packing, tiles)
 from gemm_backend.multiword_words import LOW_SHIFT, WORD_EXPONENT
 from gemm_backend.target_layout import launch_layout
 from qsim.apply import apply_plan, plan_gate
@@ -264,7 +264,7 @@ HOST_QUBITS = 12  # target_sets needs at least 2 d qubits
 def host_kernel(tmp_path_factory):
     """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
     options = lambda launch: ("-O1", "-ffp-contract=off", *kernel_includes("multiword_gate.cu"),  # noqa: E731
-                              f"-DKERNEL={launch.name}")
+                              *KERNEL_DEFINITIONS, f"-DKERNEL={launch.name}")
     return variant_builder("multiword_gate_host.cpp", "host_multiword_gate", tmp_path_factory.mktemp("multiword_gate_host"),
                            options)
 

@@ -7,8 +7,8 @@ import pytest
 
 import gemm_backend
 from gemm_backend import BackendError
-from gemm_backend.native.gate import (DMMA_DIMS, NativeLaunch, default_launch, dmma_preferred, gate_fragments,
-                                      launch_shape, native_gate_call)
+from gemm_backend.native.gate import (DMMA_DIMS, KERNEL_DEFINITIONS, NativeLaunch, default_launch, dmma_preferred,
+                                      gate_fragments, launch_shape, native_gate_call)
 from .helpers import crandn
 from .host_build import kernel_includes, variant_builder
 
@@ -180,7 +180,8 @@ HOST_WARPS = 2
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
     """build(launch) -> the host function of the launch's kernel variant (host_build.variant_builder)."""
-    options = lambda launch: ("-O1", *kernel_includes("native_gate.cu"), f"-DKERNEL={launch.name}")  # noqa: E731
+    options = lambda launch: ("-O1", *kernel_includes("native_gate.cu"), *KERNEL_DEFINITIONS,  # noqa: E731
+                              f"-DKERNEL={launch.name}")
     return variant_builder("native_gate_host.cpp", "host_native_gate", tmp_path_factory.mktemp("native_gate_host"),
                            options)
 

@@ -29,8 +29,8 @@
 
 #include "gate_tiles.cuh"
 
-#define MAX_WARPS_PER_BLOCK 8
-#define SHIFT_TABLE_INTS 64  // the gate's shifts, one per output amplitude
+// MAX_WARPS_PER_BLOCK (the launch's most warps, its __launch_bounds__) and SHIFT_TABLE_INTS (the
+// gate's shifts, one per output amplitude) come from multiword_gate.py (-D).
 
 template <int K> struct HalfGateShape {
     static constexpr int TILES = (K + 7) / 8;  // k-tiles = m-tiles, 8 amplitudes each

@@ -21,6 +21,8 @@ MIN_COMPUTE_CAPABILITY = 90  # mma.sync m16n8k4 / m16n8k8 in f64 are Hopper inst
 SMALL_STRIDE = 8  # R up to this takes the small-stride launch shape
 STAGED_STRIDE_LIMIT = 32  # small_gate.py stages tiles (slowly, at K = 16) below this stride
 MAX_WARPS = 8
+# -D options of native_gate.cu: its __launch_bounds__ (the most warps a launch_shape takes).
+KERNEL_DEFINITIONS = (f"-DMAX_WARPS_PER_BLOCK={MAX_WARPS}",)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def gate_fragments(u):
 
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str):
-    return raw_module("native_gate.cu", [name]).get_function(name)
+    return raw_module("native_gate.cu", [name], KERNEL_DEFINITIONS).get_function(name)
 
 
 def native_gate_call(u, x, out, targets=None, launch: NativeLaunch = None, fragments=None) -> tuple:

@@ -8,6 +8,7 @@ import numpy as np
 import cupy as cp
 
 import gemm_backend
+from gemm_backend.native.gate import KERNEL_DEFINITIONS
 from gemm_backend.ozaki.gate import plan_launch
 
 
@@ -41,7 +42,7 @@ for d in range(1, 7):
     launch = plan_launch(k, plan)
     kernels.append((launch.name, launch.definitions))
 for d in (3, 4, 5, 6):
-    kernels.append((f"native_gate<{1 << d}, 2, false, 2, 8>", ()))
+    kernels.append((f"native_gate<{1 << d}, 2, false, 2, 8>", KERNEL_DEFINITIONS))
 for name, definitions in kernels:
     print(f"{name:55s}", "  ".join(f"{root}: regs {r:3d} local {l:4d}" for root in sys.argv[1:]
                                    for r, l in [attributes(root, name, definitions)]))

@@ -12,8 +12,8 @@ import ctypes
 import sys
 
 from gemm_backend.kernel_launch import include_options, kernel_path
-from gemm_backend.multiword_gate import plan_launch as multiword_launch
-from gemm_backend.native.gate import launch_shape
+from gemm_backend import multiword_gate
+from gemm_backend.native import gate as native_gate
 from gemm_backend.ozaki.gate import plan_launch, wide_launch
 from gemm_backend.ozaki.plan import plan_products
 
@@ -28,10 +28,10 @@ def variants() -> list:
              wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2),
              wide_launch(512, plan_products(9, 1024, 9, 11))]
     rows = [(launch.source, launch.name, launch.definitions) for launch in ozaki]
-    rows += [("native_gate.cu", launch_shape(32, 2, False, 1).name, ()),
-             ("native_gate.cu", launch_shape(16, 1, True, 2, 8).name, ())]
-    rows += [("multiword_gate.cu", multiword_launch(k, k, accumulate).name, ()) for k, accumulate in
-             ((16, "fp32"), (4, "fp64"), (64, "fp32"))]
+    rows += [("native_gate.cu", native_gate.launch_shape(*shape).name, native_gate.KERNEL_DEFINITIONS)
+             for shape in ((32, 2, False, 1), (16, 1, True, 2, 8))]
+    rows += [("multiword_gate.cu", multiword_gate.plan_launch(k, k, accumulate).name, multiword_gate.KERNEL_DEFINITIONS)
+             for k, accumulate in ((16, "fp32"), (4, "fp64"), (64, "fp32"))]
     return rows
 
 

@@ -15,7 +15,7 @@
 
 #include "gate_tiles.cuh"
 
-#define MAX_WARPS_PER_BLOCK 8
+// MAX_WARPS_PER_BLOCK (the launch's most warps, its __launch_bounds__) comes from native/gate.py (-D).
 
 // d += A b for A 16 x 4 (this lane: a0 = A[g][t], a1 = A[g + 8][t]), B 4 x 8 (b = B[t][g]),
 // D 16 x 8 (d0, d1 = D[g][2t], D[g][2t + 1]; d2, d3 = D[g + 8][2t], D[g + 8][2t + 1]). Compiled for
