@@ -21,6 +21,17 @@ def same_bits(x, y) -> bool:
     return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
 
 
+def at_targets(state, targets, apply_columns):
+    """A copy of the flat state (2^n,) whose columns at `targets` (gate index bit i at state bit
+    targets[i]) are replaced by apply_columns(columns): (L, K) in, (L, K) out, one row a column."""
+    n = state.size.bit_length() - 1
+    axes = [n - 1 - t for t in reversed(targets)]
+    others = [a for a in range(n) if a not in axes]
+    columns = np.ascontiguousarray(state.reshape((2,) * n).transpose(others + axes)).reshape(-1, 1 << len(targets))
+    moved = np.asarray(apply_columns(columns)).reshape((2,) * n)
+    return np.ascontiguousarray(moved.transpose(np.argsort(others + axes))).reshape(-1)
+
+
 def normwise_error(c, ref) -> float:
     return float(np.abs(c - ref).max() / np.abs(ref).max())
 

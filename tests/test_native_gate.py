@@ -9,7 +9,7 @@ import gemm_backend
 from gemm_backend import BackendError
 from gemm_backend.native.gate import (DMMA_DIMS, KERNEL_DEFINITIONS, NativeLaunch, default_launch, dmma_preferred,
                                       gate_fragments, launch_shape, native_gate_call)
-from .helpers import crandn
+from .helpers import at_targets, crandn
 from .host_build import kernel_includes, variant_builder
 
 
@@ -219,10 +219,7 @@ def test_host_kernel_on_scattered_targets(host_kernel, targets, rng):
     k = 1 << len(targets)
     u = crandn(rng, k, k)
     state = crandn(rng, 1 << n)
-    axes = [n - 1 - t for t in reversed(targets)]  # gate index bit i is state bit targets[i]
-    others = [a for a in range(n) if a not in axes]
-    tensor = state.reshape((2,) * n).transpose(others + axes).reshape(-1, k)
-    expected = (tensor @ u.T).reshape((2,) * n).transpose(np.argsort(others + axes)).reshape(-1)
+    expected = at_targets(state, targets, lambda columns: columns @ u.T)
     out = np.empty_like(state)
     _host_apply(host_kernel, u, state, out, targets=targets)
     assert np.abs(out - expected).max() < 1e-12

@@ -16,7 +16,7 @@ from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
-from .helpers import crandn, same_bits
+from .helpers import at_targets, crandn, same_bits
 from .host_build import kernel_includes, variant_builder
 
 
@@ -157,9 +157,7 @@ def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per
     launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks_per_sm)
     u = haar_unitary(k, rng)
     x = _state(rng, (37, k, 4), special=True)
-    expected = np.empty_like(x)
-    backend = gemm_backend.get("int8-7")
-    backend._apply_tiles(u, x, expected, plan, backend.workspace_bytes)
+    expected = _cpu_tiles(u, x, plan)
     x_gpu = cp.asarray(x)
     apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
     assert same_bits(x_gpu.get(), expected)
@@ -200,8 +198,7 @@ def test_packed_kernel_gives_the_bits_of_the_gate_alone(d, n_tiles, blocks_per_s
     targets = targets[:d] if targets else None
     flat = x.reshape(-1)
     if targets is None:
-        expected = np.empty_like(x)
-        gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
+        expected = _cpu_tiles(u, x, plan)
     else:
         expected = flat.copy()
         _cpu_scattered(u, expected, targets, plan)
@@ -215,14 +212,7 @@ def test_packed_kernel_gives_the_bits_of_the_gate_alone(d, n_tiles, blocks_per_s
 
 def _cpu_scattered(u, state, targets, plan):
     """The CPU tiles on the columns at `targets` (the transposed copy's arithmetic), in place."""
-    n = state.size.bit_length() - 1
-    axes = [n - 1 - t for t in reversed(targets)]
-    others = [a for a in range(n) if a not in axes]
-    tensor = state.reshape((2,) * n).transpose(others + axes).reshape(-1, 1 << len(targets), 1)
-    product = np.empty_like(tensor)
-    gemm_backend.get("int8-7")._apply_tiles(u, np.ascontiguousarray(tensor), product, plan, 1 << 26)
-    moved = product.reshape((2,) * n)
-    state[:] = moved.transpose(np.argsort(others + axes)).reshape(-1)
+    state[:] = at_targets(state, targets, lambda columns: _cpu_tiles(u, columns[:, :, None], plan)[:, :, 0])
 
 
 @pytest.mark.gpu
@@ -249,9 +239,7 @@ def test_fused_unequal_digit_counts(state_slices, gate_slices, top, rng):
     plan = plan_products(state_slices, 2 * k, gate_slices, top)
     u = haar_unitary(k, rng)
     x = _state(rng, (9, k, 4), special=True)
-    backend = gemm_backend.get("int8-auto")
-    expected = np.empty_like(x)
-    backend._apply_tiles(u, x, expected, plan, backend.workspace_bytes)
+    expected = _cpu_tiles(u, x, plan)
     x_gpu = cp.asarray(x)
     apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, plan_launch(k, plan))
     assert same_bits(x_gpu.get(), expected)
@@ -365,8 +353,7 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
     launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held)
     u = haar_unitary(k, rng)
     x = _state(rng, (33, k, 2), special=True)
-    expected = np.empty_like(x)
-    gemm_backend.get("int8-auto")._apply_tiles(u, x, expected, plan, 1 << 26)
+    expected = _cpu_tiles(u, x, plan)
     x_gpu = cp.asarray(x)
     apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
     assert same_bits(x_gpu.get(), expected)

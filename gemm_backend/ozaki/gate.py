@@ -319,11 +319,11 @@ def fused_gate_call(u, x, out, plan, launch, targets=None) -> tuple:
 
 def apply_fused_gate(u, x, out, plan, launch, nonfinite=None, targets=None) -> None:
     """Every column of x times U by the fused kernel, written to out (out may be x). u: (K, K)
-    complex128 cupy; `launch`: plan_launch's Launch (a packed one too: same bits) or WideLaunch. Without targets, x and
-    out are C-contiguous (L, K, R) complex128 cupy views with R a power of two (out[l] = U @ x[l]);
-    with targets (gate index bit i at bit targets[i]), flat states of 2^n amplitudes whose columns
-    sit at those bits (target_layout.py). A column holding NaN or
-    Inf is left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
+    complex128 cupy; `launch`: plan_launch's Launch (a packed one too: same bits) or WideLaunch.
+    Without targets, x and out are C-contiguous (L, K, R) complex128 cupy views with R a power of
+    two (out[l] = U @ x[l]); with targets (gate index bit i at bit targets[i]), flat states of 2^n
+    amplitudes whose columns sit at those bits (target_layout.py). A column holding NaN or Inf is
+    left as it was and reported: by a BackendError now, or, when `nonfinite` (a device
     int32 flag) is given, by setting it without waiting for the kernel."""
     cp = cupy_module()
     launch, (x, out, n_columns, packed_targets, fragments, exponents) = fused_gate_call(u, x, out, plan, launch,
