@@ -18,7 +18,7 @@ from gemm_backend.doubledouble import matmul_dd, two_sum
 from gemm_backend.ozaki.contract import fp64_budget, fp64_product_budget
 from gemm_backend.ozaki.spans import ProductSpans, product_spans, summarize_spans
 from gemm_backend.ozaki import rules
-from gemm_backend.ozaki.contract import matmul_error_model
+from gemm_backend.ozaki.contract import gate_error_model, matmul_error_model
 from gemm_backend.ozaki.cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_seconds
 from gemm_backend.ozaki.gate import embedded_gate_rows
 from gemm_backend.ozaki.plan import plan_products
@@ -279,6 +279,17 @@ def test_gate_plan_holds_for_concentrated_and_spread_states(rng):
         reference = tuple(t.reshape(64, 4, k).transpose(0, 2, 1) for t in matmul_dd(rows, u.T))
         check_contract(out, reference, np.matmul(u, x))
         assert backend.last_call_info["rule"] == "fp64" and backend.last_call_info["estimate"] <= fp64_budget(2 * k)
+
+
+def test_gate_model_without_the_every_state_guarantee_asks_less_only_of_the_state():
+    """every_state=False (gate_alignment_cost.py's comparison) drops only mu_i from the state's
+    terms: the gate's truncation is the same, the rest smaller for a Haar gate (no zero entries)."""
+    u = haar_unitary(32, np.random.default_rng(7))
+    rows = embedded_gate_rows(u)
+    exponents, _ = row_exponents(rows, 8)
+    every, normwise = (gate_error_model(rows, exponents, 8, every_state) for every_state in (True, False))
+    assert normwise.trunc_b == every.trunc_b
+    assert normwise.trunc_a < every.trunc_a and (normwise.pair < every.pair).all()
 
 
 @pytest.mark.slow
