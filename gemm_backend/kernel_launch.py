@@ -4,6 +4,8 @@ Two shapes: one warp per matrix row (row kernels loop over rows, lanes walk the 
 are coalesced), and a grid-stride loop over the elements of an output. Both cap the grid at a
 few blocks per multiprocessor and let the kernels loop, so a launch costs the same for any size.
 """
+import hashlib
+import os
 from pathlib import Path
 
 from .arrays import cupy_module, multiprocessor_count
@@ -51,6 +53,51 @@ def raw_module(file_name: str, name_expressions, definitions: tuple = ()):
     path = kernel_path(file_name)
     return cp.RawModule(code=path.read_text(), options=include_options(path) + tuple(definitions),
                         name_expressions=list(name_expressions))
+
+
+def arch_kernel(file_name: str, name: str, definitions: tuple, arch: str):
+    """The cupy RawKernel `name` (a name expression) of the kernel source file_name compiled by
+    NVRTC for the architecture-specific target `arch` (e.g. "sm_90a", which wgmma needs and cupy's
+    RawModule cannot ask for: it adds its own -arch). The cubin is cached on disk under cupy's
+    kernel cache folder, keyed by the sources of every kernel folder, the options and NVRTC's
+    version."""
+    cp = cupy_module()
+    path = kernel_path(file_name)
+    options = include_options(path) + tuple(definitions) + (f"-arch={arch}", "--device-as-default-execution-space")
+    cubin_path, lowered = _cached_cubin(path, name, options)
+    return cp.RawModule(path=str(cubin_path)).get_function(lowered)
+
+
+def _cached_cubin(path: Path, name: str, options: tuple) -> tuple:
+    """(cubin file, lowered name) of `name` in the source at path under NVRTC `options`."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    digest = hashlib.sha256(repr((name, options, nvrtc.getVersion())).encode())
+    for folder in KERNEL_DIRS:
+        for source in sorted(folder.glob("*.cu*")):
+            digest.update(source.name.encode() + source.read_bytes())
+    folder = Path(os.environ.get("CUPY_CACHE_DIR", Path.home() / ".cupy" / "kernel_cache")) / "arch_specific"
+    cubin_path = folder / f"{digest.hexdigest()}.cubin"
+    name_path = cubin_path.with_suffix(".name")
+    if cubin_path.is_file() and name_path.is_file():
+        return cubin_path, name_path.read_text()
+    program = nvrtc.createProgram(path.read_text(), path.name, [], [])
+    try:
+        nvrtc.addNameExpression(program, name)
+        try:
+            nvrtc.compileProgram(program, list(options))
+        except nvrtc.NVRTCError as error:
+            raise BackendError(f"NVRTC could not compile {path.name} for {name}: {error}\n"
+                               f"{nvrtc.getProgramLog(program)}") from None
+        cubin, lowered = nvrtc.getCUBIN(program), nvrtc.getLoweredName(program, name)
+    finally:
+        nvrtc.destroyProgram(program)
+    folder.mkdir(parents=True, exist_ok=True)
+    for target, content in ((cubin_path, cubin), (name_path, lowered.encode())):
+        partial = target.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(content)
+        os.replace(partial, target)  # whole files only, whoever else compiles the same kernel
+    return cubin_path, lowered
 
 
 def row_stride(x) -> int:

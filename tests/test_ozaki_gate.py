@@ -11,7 +11,8 @@ import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WIDE_WARPS, WideLaunch,
-                                    embedded_gate_rows, fragment_index, fused_gate_call, plan_launch, tiles, wide_launch)
+                                    embedded_gate_rows, fragment_index, fused_gate_call, plan_launch, tiles, wgmma_fits,
+                                    wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -62,26 +63,35 @@ def test_wide_launch_limits():
     """K = 128, 256 take the wide kernel while the tile's column digits fit in shared memory;
     four n-tiles per warp only where the diagonal sums leave registers for them and the tile has
     four; K = 512 (16 columns a tile) through wide_launch only."""
-    seven = plan_launch(128, plan_products(9, 256, 8, 10))
+    seven = plan_launch(128, plan_products(9, 256, 8, 10), wgmma=False)
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
-    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
-    eight = plan_launch(256, plan_products(9, 512, 9, 10))
+    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1, false>"  # chunks 10, 9, ..., 4 and (3, 2)
+    eight = plan_launch(256, plan_products(9, 512, 9, 10), wgmma=False)
     assert (eight.warp_n_tiles, eight.gate_digits_held, eight.staged) == (2, 9, False)  # no room for the stage
-    five = plan_launch(256, plan_products(5, 512, 5, 7))
+    five = plan_launch(256, plan_products(5, 512, 5, 7), wgmma=False)
     assert (five.warp_n_tiles, five.gate_digits_held, five.staged) == (4, 3, False)
-    assert wide_launch(256, plan_products(5, 512, 5, 7), staged=True).staged  # fits, though slower
+    assert wide_launch(256, plan_products(5, 512, 5, 7), staged=True, wgmma=False).staged  # fits, though slower
     two = wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2)
     assert (two.warp_n_tiles, two.staged, two.shared_bytes) == (1, False, 9 * 512 * 16 + 12 * 256 + 16 * 16)
     assert wide_launch(256, plan_products(9, 512, 9, 11), blocks_per_sm=2) is None  # 32 columns' digits fit once
-    assert plan_launch(128, plan_products(12, 256)).warp_n_tiles == 2  # 23 diagonals
+    assert plan_launch(128, plan_products(12, 256), wgmma=False).warp_n_tiles == 2  # 23 diagonals
     assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
     assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
-    nine = wide_launch(512, plan_products(9, 1024, 9, 10))
+    nine = wide_launch(512, plan_products(9, 1024, 9, 10), wgmma=False)
     assert (nine.columns, nine.warp_n_tiles, nine.gate_digits_held, nine.staged) == (16, 2, 9, False)
     assert nine.shared_bytes == 9 * 1024 * 16 + 12 * 512 + 16 * 16
-    assert wide_launch(512, plan_products(5, 1024, 5, 7)).warp_n_tiles == 2  # the tile's two n-tiles
+    assert wide_launch(512, plan_products(5, 1024, 5, 7), wgmma=False).warp_n_tiles == 2  # the tile's two n-tiles
     assert wide_launch(512, plan_products(13, 1024)).shared_bytes <= 227 * 1024
     assert wide_launch(512, plan_products(14, 1024)) is None
+    # wgmma (the default on Hopper): four n-tiles per warpgroup up to ten diagonals, three gate
+    # digits held; shapes whose warpgroups cannot split the columns are refused
+    for k, plan_args, n_tiles in [(128, (9, 8, 10), 4), (256, (9, 9, 11), 4), (256, (12, 4, 13), 2), (512, (9, 9, 11), 2)]:
+        launch = wide_launch(k, plan_products(plan_args[0], 2 * k, *plan_args[1:]), wgmma=True)
+        assert (launch.wgmma, launch.warp_n_tiles, launch.gate_digits_held, launch.arch) == (True, n_tiles, 3, "sm_90a")
+    assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true>")
+    assert wide_launch(128, plan_products(9, 256, 8, 10), wgmma=True).staged
+    assert wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2, wgmma=True) is None
+    assert [wgmma_fits(n, 32) for n in (1, 2, 4)] == [False, True, True] and wgmma_fits(1, 16)
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -96,9 +106,11 @@ def _state(rng, shape, special: bool):
 
 
 def _with_subnormal_columns(x):
-    """x (L >= 3, K, R) with two more special columns at r = 0: subnormals whose high words are
-    not zero (l = L - 2), and a subnormal maximum at the exponent rule's threshold whose deciding
-    bits lie in the low word (l = L - 3: 255/256 2^-1040, the rest of the column below it)."""
+    """x (L >= 4, K, R) from _state with two more special columns at r = 0: subnormals whose high
+    words are not zero (l = L - 2), and a subnormal maximum at the exponent rule's threshold whose
+    deciding bits lie in the low word (l = L - 3: 255/256 2^-1040, the rest of the column below
+    it). L >= 4 keeps both off _state's zero columns at l = 0 (scaling those would make NaN)."""
+    assert x.shape[0] >= 4, "the subnormal columns need l = L - 3 > 0"
     x[-2, :, 0] *= 2.0**-1030
     column = x[-3, :, 0]
     x[-3, :, 0] = column / np.abs(column).max() * 2.0**-1041
@@ -133,7 +145,7 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     k = 1 << d
     u = haar_unitary(k, rng)
     x = _state(rng, (n_left, k, n_right), special=n_left > 1)
-    if n_left >= 3:
+    if n_left >= 4:
         _with_subnormal_columns(x)
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
@@ -300,7 +312,7 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     k = 1 << d
     u = haar_unitary(k, rng)
     x = _state(rng, (n_left, k, n_right), special=n_left > 1)
-    if n_left >= 3:
+    if n_left >= 4:
         _with_subnormal_columns(x)
     x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
@@ -323,7 +335,7 @@ def test_wide_at_512_equals_cpu_bit_for_bit(plan_args, shape_of, rng):
     plan = plan_products(plan_args[0], 1024, *plan_args[1:])
     u = haar_unitary(512, rng)
     x = _state(rng, (n_left, 512, n_right), special=n_left > 1)
-    if n_left >= 3:
+    if n_left >= 4:
         _with_subnormal_columns(x)
     expected = _cpu_tiles(u, x, plan)
     x_gpu = cp.asarray(x)
@@ -347,12 +359,43 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
 
     plan = plan_products(state_slices, 2 * k, gate_slices, top)
     staged = staged and wide_launch(k, plan, True, columns, blocks) is not None
-    base = wide_launch(k, plan, staged, columns, blocks)
+    base = wide_launch(k, plan, staged, columns, blocks, wgmma=False)
     if base is None:
         pytest.skip(f"{state_slices} digits of {columns} columns do not fit {blocks} times")
     launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held)
     u = haar_unitary(k, rng)
     x = _state(rng, (33, k, 2), special=True)
+    expected = _cpu_tiles(u, x, plan)
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
+    assert same_bits(x_gpu.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("k, plan_args", [(128, (9, 8, 10)), (128, (5, 5, 7)), (256, (9, 9, 11)), (256, (12, 4, 13)),
+                                          (512, (9, 9, 11)), (512, (3,))])
+@pytest.mark.parametrize("warp_n_tiles, held, staged", [(4, 3, True), (4, 3, False), (2, 9, False), (1, 3, False)])
+@pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
+def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, held, staged, shape_of, rng):
+    """The wide kernel's products by warpgroups (wgmma, n = 32, 16 and 8 columns), strides
+    R = 2^q at q = 0, 1, middle and top, staged or not, special columns, in place."""
+    import cupy as cp
+
+    from gemm_backend.ozaki.gate import apply_fused_gate
+
+    plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
+    staged = staged and wide_launch(k, plan, True) is not None
+    base = wide_launch(k, plan, staged, wgmma=True)
+    launch = base and dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=min(held, plan.b_slices))
+    if launch is None or warp_n_tiles * 8 > launch.columns or not wgmma_fits(warp_n_tiles, launch.columns):
+        pytest.skip(f"no wgmma launch of {warp_n_tiles} n-tiles per warpgroup at K = {k}")
+    n_left, n_right = shape_of
+    u = haar_unitary(k, rng)
+    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
+    if n_left >= 4:
+        _with_subnormal_columns(x)
+    x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
     expected = _cpu_tiles(u, x, plan)
     x_gpu = cp.asarray(x)
     apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
@@ -413,9 +456,10 @@ HOST_FUSED_WARPS = 2  # the fused kernel takes any warp count per block; the dev
 
 
 def _host_warps(launch) -> int:
-    """Warps per host block: the wide kernel's fewest (the warps sharing an m-tile's columns)."""
+    """Warps per host block: the wide kernel's fewest (the warps, with wgmma the warpgroups of
+    four, sharing an m-tile's columns)."""
     if isinstance(launch, WideLaunch):
-        return max(1, launch.columns // 8 // launch.warp_n_tiles)
+        return (4 if launch.wgmma else 1) * max(1, launch.columns // 8 // launch.warp_n_tiles)
     return HOST_FUSED_WARPS
 
 
@@ -489,14 +533,18 @@ def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch
     (256, (3, 4, 6), {"warp_n_tiles": 2, "gate_digits_held": 2}),
     (512, (3, 3, 4), {}),  # 16 columns a tile, two n-tiles per warp
     (512, (4, 3, 5), {"warp_n_tiles": 1, "gate_digits_held": 2}),
+    # wgmma: warpgroups of four warps over four m-tiles, the column digits as core matrices
+    (128, (9, 8, 10), {"wgmma": True}),  # n32, staged
+    (256, (5, 5, 7), {"wgmma": True, "warp_n_tiles": 2, "gate_digits_held": 5}),  # n16, two warpgroups per m-tiles
+    (512, (3, 3, 4), {"wgmma": True, "warp_n_tiles": 1}),  # n8, two warpgroups per m-tiles
 ])
 def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shape, rng):
     """Plans and register shapes of the wide kernel over whole and partial tiles (35 columns,
     20 at K = 512; one block: each tile stages the next), zero, subnormal and threshold columns,
     in place."""
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
-    launch = wide_launch(k, plan)
-    launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged)),
+    launch = wide_launch(k, plan, wgmma=False)
+    launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged), wgmma=False),
                                  **{key: value for key, value in shape.items() if key != "staged"})
     u = haar_unitary(k, rng)
     x = _with_subnormal_columns(_state(rng, (35 if k < 512 else 20, k, 1), special=True))
@@ -510,7 +558,7 @@ def test_host_wide_kernel_at_the_devices_warps(host_kernel_at_device_warps, rng)
     from the maxima to the digits (with fewer warps it reads some again), staged, two tiles and a
     partial one in one block."""
     plan = plan_products(3, 256, 3, 4)
-    launch = wide_launch(128, plan)
+    launch = wide_launch(128, plan, wgmma=False)
     assert launch.staged
     u = haar_unitary(128, rng)
     x = _with_subnormal_columns(_state(rng, (70, 128, 1), special=True))
@@ -528,7 +576,7 @@ def test_host_scattered_targets_out_of_place(host_kernel, targets, plan_args, rn
     kernels, out of place: x stays as it was."""
     k = 1 << len(targets)
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
-    launch = plan_launch(k, plan) if k in FUSED_DIMS else wide_launch(k, plan)
+    launch = plan_launch(k, plan) if k in FUSED_DIMS else wide_launch(k, plan, wgmma=False)
     u = haar_unitary(k, rng)
     state = crandn(rng, 1 << 13) * 2.0 ** rng.integers(-20, 20, size=1 << 13)
     expected = state.copy()

@@ -18,9 +18,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..arrays import array_module, cupy_module
+from ..arrays import array_module, compute_capability, cupy_module, gpu_available
 from ..errors import BackendError
-from ..kernel_launch import persistent_blocks, raw_module, shared_limit
+from ..kernel_launch import arch_kernel, persistent_blocks, raw_module, shared_limit
 from .split import row_exponents, split_rows
 from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
@@ -33,6 +33,15 @@ WIDE_UNMEASURED_DIMS = (512,)
 # digits of 32 columns would exceed the shared memory (a plan's 9 digits: 295 KB).
 WIDE_COLUMNS = {128: 32, 256: 32, 512: 16}
 WIDE_WARPS = 8
+# The wide kernel's products by warpgroups (wgmma) where the GPU has them: Hopper (compute
+# capability 9.0, NVRTC target sm_90a). Four n-tiles per warpgroup while ptxas keeps the diagonal
+# sums in WGMMA_DIAGONAL_REGISTERS without spilling (ten diagonals), else two; three gate digits
+# held (and three more read ahead). Measured faster than mma.sync at K = 128 and 256 on the H100
+# (BENCHMARKS.md round 12, wide_variants.py).
+WGMMA_ARCH = "sm_90a"
+WGMMA_CAPABILITY = 90
+WGMMA_DIAGONAL_REGISTERS = 160
+WGMMA_GATE_DIGITS_HELD = 3
 # The wide kernel's WideTables per gate amplitude (its offset and the exponent of its embedded
 # rows) and per tile column (offset, exponent, largest |value|); the kernel asserts the sum.
 WIDE_TABLE_BYTES_PER_AMPLITUDE = 8 + 4
@@ -110,6 +119,7 @@ class WideLaunch:
     shared_bytes: int
     columns: int  # the block's tile of columns (NB)
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
+    wgmma: bool = False  # products by warpgroups (sm_90a), four warps per m-tile round
     source: ClassVar[str] = "ozaki_gate_wide.cu"
     definitions: ClassVar[tuple] = (f"-DWIDE_WARPS={WIDE_WARPS}",
                                     f"-DWIDE_TABLE_BYTES_PER_AMPLITUDE={WIDE_TABLE_BYTES_PER_AMPLITUDE}",
@@ -129,7 +139,19 @@ class WideLaunch:
     def name(self) -> str:
         return (f"ozaki_gate_wide<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, "
                 f"{self.chunk_tops}ULL, {self.columns}, {self.warp_n_tiles}, {self.gate_digits_held}, "
-                f"{str(self.staged).lower()}, {self.blocks_per_sm}>")
+                f"{str(self.staged).lower()}, {self.blocks_per_sm}, {str(self.wgmma).lower()}>")
+
+    @property
+    def arch(self):
+        """The architecture-specific NVRTC target the variant needs, or None (cupy's own)."""
+        return WGMMA_ARCH if self.wgmma else None
+
+
+def wgmma_fits(warp_n_tiles: int, columns: int) -> bool:
+    """Whether the wide kernel's warpgroups (WIDE_WARPS / 4) split a tile's columns evenly in
+    n-tile groups of warp_n_tiles (ozaki_gate_wide.cu's static_asserts)."""
+    groups_per_m_tiles = columns // 8 // warp_n_tiles
+    return WIDE_WARPS % 4 == 0 and groups_per_m_tiles >= 1 and (WIDE_WARPS // 4) % groups_per_m_tiles == 0
 
 
 def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int) -> int:
@@ -139,12 +161,19 @@ def wide_shared_bytes(k: int, state_slices: int, staged: bool, columns: int) -> 
     return state_slices * 2 * k * columns + tables + (16 * k * columns if staged else 0)
 
 
-def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_per_sm: int = 1):
+def wgmma_here() -> bool:
+    """Whether the current GPU runs the wide kernel's wgmma variants (False without a GPU)."""
+    return gpu_available() and compute_capability() == WGMMA_CAPABILITY
+
+
+def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_per_sm: int = 1, wgmma: bool = None):
     """The WideLaunch for a gate of size k in WIDE_DIMS + WIDE_UNMEASURED_DIMS under `plan`
     (columns: WIDE_COLUMNS[k] by default), or None when its column digits do not fit in shared
     memory (blocks_per_sm times); staged by default at K in WIDE_STAGED_DIMS where the stage fits
     beside them. Two blocks per multiprocessor take one n-tile per warp (their 128 registers hold
-    no more diagonal sums)."""
+    no more diagonal sums). wgmma: products by warpgroups (by default where the GPU has them,
+    one block per multiprocessor; None for two blocks, whose 128 registers would not hold the
+    sums, or where its warps cannot split the columns, wgmma_fits)."""
     columns = WIDE_COLUMNS[k] if columns is None else columns
     limit = shared_limit(blocks_per_sm)
     if staged is None:
@@ -153,13 +182,21 @@ def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_p
     if shared > limit:
         return None
     diagonals = min(plan.top, plan.a_slices + plan.b_slices) - 1
-    if blocks_per_sm > 1:
-        warp_n_tiles = 1
+    if wgmma is None:
+        wgmma = blocks_per_sm == 1 and wgmma_here()
+    if wgmma:
+        warp_n_tiles = min(4 if 4 * 4 * diagonals <= WGMMA_DIAGONAL_REGISTERS else 2, columns // 8)
+        held = min(plan.b_slices, WGMMA_GATE_DIGITS_HELD)
+        if blocks_per_sm > 1 or not wgmma_fits(warp_n_tiles, columns):
+            return None
     else:
-        warp_n_tiles = min(4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2, columns // 8)
-    held = min(plan.b_slices, 9 if warp_n_tiles == 2 else 3)
+        if blocks_per_sm > 1:
+            warp_n_tiles = 1
+        else:
+            warp_n_tiles = min(4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2, columns // 8)
+        held = min(plan.b_slices, 9 if warp_n_tiles == 2 else 3)
     return WideLaunch(k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), warp_n_tiles, held, staged,
-                      shared, columns, blocks_per_sm)
+                      shared, columns, blocks_per_sm, wgmma)
 
 
 def tiles(k: int) -> tuple:
@@ -190,16 +227,16 @@ def default_shape(k: int, state_slices: int, gate_slices: int) -> tuple:
 
 
 def plan_launch(k: int, plan, n_tiles: int = None, prefetch: bool = None, blocks_per_sm: int = None,
-                packed: bool = True):
+                packed: bool = True, wgmma: bool = None):
     """The Launch for a gate of size k under `plan` (shape from default_shape unless given), or
-    for k in WIDE_DIMS wide_launch's default WideLaunch (the shape arguments do not apply), or
-    None when no fused kernel takes it. packed: sizes in PACKED_GATE_DIMS run in the PACKED_K
-    kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
+    for k in WIDE_DIMS wide_launch's default WideLaunch (the shape arguments do not apply; wgmma
+    passed on), or None when no fused kernel takes it. packed: sizes in PACKED_GATE_DIMS run in
+    the PACKED_K kernel (apply_fused_gate goes back to their own where the qubits do not allow it)."""
     if (k not in FUSED_DIMS + WIDE_DIMS or plan.bits != DIGIT_BITS or plan.a_slices > MAX_STATE_DIGITS
             or plan.top > MAX_TOP):
         return None
     if k in WIDE_DIMS:
-        return wide_launch(k, plan)
+        return wide_launch(k, plan, wgmma=wgmma)
     group, k = k, PACKED_K if packed and k in PACKED_GATE_DIMS else k
     default = default_shape(k, plan.a_slices, plan.b_slices)
     n_tiles = default[0] if n_tiles is None else n_tiles
@@ -280,13 +317,16 @@ def _device_fragment_index(k: int) -> tuple:
 
 # -- launch -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
-def _kernel(source: str, name: str, definitions: tuple):
+def _kernel(source: str, name: str, definitions: tuple, arch):
+    if arch is not None:
+        return arch_kernel(source, name, definitions, arch)
     return raw_module(source, [name], definitions).get_function(name)
 
 
 def kernel_of(launch):
-    """The compiled kernel variant of a Launch or WideLaunch (cupy caches it across runs)."""
-    return _kernel(launch.source, launch.name, launch.definitions)
+    """The compiled kernel variant of a Launch or WideLaunch (cupy, or arch_kernel for an
+    architecture-specific one, caches it across runs)."""
+    return _kernel(launch.source, launch.name, launch.definitions, getattr(launch, "arch", None))
 
 
 def build_kernel(launch) -> None:

@@ -1,11 +1,12 @@
 """Time shapes of the wide fused INT8 gate kernel (K = 128 .. 512: n-tiles per warp, gate digits
-held per lane, staged or not, columns per block, blocks per multiprocessor) under int8-auto's own plan for each gate (or the plan of --target-error),
+held per lane, staged or not, columns per block, blocks per multiprocessor, mma.sync or wgmma: tag g) under int8-auto's own plan for each gate (or the plan of --target-error),
 for several first targets, against the memory floor measured in the same run. The default shape
 is tagged "d", the fastest is starred. Prints one short table.
 
     python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 7 8 9 --targets 0 12 top
 """
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -13,7 +14,7 @@ import cupy as cp
 
 import gemm_backend
 from circuits import haar_unitary
-from gemm_backend.ozaki.gate import apply_fused_gate, plan_launch, wide_launch
+from gemm_backend.ozaki.gate import apply_fused_gate, plan_launch, wgmma_fits, wide_launch
 from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_arguments, variant_cells
 
 # (n-tiles per warp, gate digits held per lane, staged, columns per block, blocks per multiprocessor)
@@ -45,13 +46,14 @@ def main():
         k = u.shape[0]
         default = plan_launch(k, plan)
         variants = []
-        for warp_n_tiles, held, staged, columns, blocks in SHAPES:
-            base = wide_launch(k, plan, staged, columns, blocks)
-            if base is None:
+        for (warp_n_tiles, held, staged, columns, blocks), wgmma in itertools.product(SHAPES, (False, True)):
+            base = wide_launch(k, plan, staged, columns, blocks, wgmma=wgmma)
+            if base is None or (wgmma and not wgmma_fits(warp_n_tiles, columns)):
                 continue
             held = min(held, plan.b_slices)
-            launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held)
-            tag = f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}{'d' if launch == default else ''}"
+            launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held, wgmma=wgmma)
+            tag = (f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}{'g' if wgmma else ''}"
+                   f"{'d' if launch == default else ''}")
             variants.append((tag, lambda launch=launch, u=u, plan=plan, view=view:
                              apply_fused_gate(u, view, view, plan, launch, flag)))
         print(f"{label}  {variant_cells(variants, floor, args.repeats)}", flush=True)

@@ -17,10 +17,15 @@
 //
 // Launch parameters (gate.py's WideLaunch): NB columns per block tile, WARP_NT n-tiles per warp,
 // QB gate digits held in registers at once, STAGED (the next tile copied in during the products),
-// MIN_BLOCKS blocks per multiprocessor (2 caps the registers at 128). Every shape gives the same bits.
+// MIN_BLOCKS blocks per multiprocessor (2 caps the registers at 128), WGMMA: the products by
+// warpgroups (wgmma_s8.cuh, sm_90a): four warps take four neighbouring m-tiles of the same
+// columns, the column digits then sit in shared memory as wgmma's core matrices (the bytes of
+// each mma B register move, not their content). Every shape gives the same bits: each diagonal's
+// int32 sum is exact whatever the order of its products.
 
 #include "gate_tiles.cuh"
 #include "ozaki_digits.cuh"
+#include "wgmma_s8.cuh"
 
 // WIDE_WARPS (warps per block) and WIDE_TABLE_BYTES_PER_AMPLITUDE, _PER_COLUMN (the size of
 // WideTables) come from gate.py (-D), which sizes the launch's shared memory with them.
@@ -75,8 +80,84 @@ __device__ __noinline__ void stage_tile(const double2 *x, double2 *staged, long 
     copy_async_commit();
 }
 
+// The plan's digit products of the warp's m-tile (mma.sync) into the diagonal sums: k-tile by
+// k-tile, QB gate digits at a time in registers, each used for every state digit and n-tile.
+// digits: the lane's B fragments of the warp's first n-tile at k-tile 0.
+template <int KT, int MT, int NTB, int SX, int SG, int TMAX, int QB, int WARP_NT>
+__device__ __forceinline__ void warp_products(int (&diagonal)[TMAX + 1][WARP_NT][4], const uint4 *gate_tile,
+                                              const uint2 *digits)
+{
+#pragma unroll 1
+    for (int kt = 0; kt < KT; ++kt) {
+        const uint2 *digits_kt = digits + kt * NTB * 32;
+#pragma unroll
+        for (int q0 = 1; q0 <= SG; q0 += QB) {
+            if (q0 + 1 > TMAX) continue;
+            uint4 a[QB];
+#pragma unroll
+            for (int j = 0; j < QB; ++j)
+                if (q0 + j <= SG && q0 + j + 1 <= TMAX)
+                    a[j] = __ldg(gate_tile + ((long long)(q0 + j - 1) * MT * KT + kt) * 32);
+#pragma unroll
+            for (int p = 1; p <= SX; ++p) {
+                if (p + q0 > TMAX) continue;
+                uint2 b[WARP_NT];
+#pragma unroll
+                for (int nt = 0; nt < WARP_NT; ++nt) b[nt] = digits_kt[((p - 1) * KT * NTB + nt) * 32];
+#pragma unroll
+                for (int j = 0; j < QB; ++j) {
+                    if (q0 + j > SG || p + q0 + j > TMAX) continue;
+#pragma unroll
+                    for (int nt = 0; nt < WARP_NT; ++nt) mma_s8(diagonal[p + q0 + j][nt], a[j], b[nt].x, b[nt].y);
+                }
+            }
+        }
+    }
+}
+
+// The plan's digit products of one m-tile round by the warpgroup (WGMMA), into the diagonal sums:
+// k-tile by k-tile, QB gate digits at a time (a chunk), each times every state digit. The next
+// chunk's gate digits are read from L2 while this chunk's products run. tiles: the column digits
+// of the warpgroup's first n-tile at k-tile 0 (core matrices, 64 words per n-tile).
+template <int KT, int MT, int NTB, int SX, int SG, int TMAX, int QB, int WARP_NT>
+__device__ __forceinline__ void warpgroup_products(int (&diagonal)[TMAX + 1][WARP_NT][4], const uint4 *gate_tile,
+                                                   const unsigned *tiles)
+{
+    constexpr int LAST_Q = SG < TMAX - 1 ? SG : TMAX - 1;  // gate digits with a product in the plan
+    constexpr int CHUNKS = (LAST_Q + QB - 1) / QB;
+    auto load = [&](uint4 (&a)[QB], int kt, int chunk) {
+#pragma unroll
+        for (int j = 0; j < QB; ++j)
+            if (chunk * QB + j < LAST_Q) a[j] = __ldg(gate_tile + ((long long)(chunk * QB + j) * MT * KT + kt) * 32);
+    };
+    uint4 a[QB], next[QB];
+    load(a, 0, 0);
+#pragma unroll 1
+    for (int kt = 0; kt < KT; ++kt) {
+        const unsigned *tiles_kt = tiles + kt * NTB * 64;
+#pragma unroll
+        for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+            const int q0 = 1 + chunk * QB;
+            wgmma_fence<WARP_NT>();
+#pragma unroll
+            for (int p = 1; p <= SX; ++p)
+#pragma unroll
+                for (int j = 0; j < QB; ++j)
+                    if (q0 + j <= LAST_Q && p + q0 + j <= TMAX)
+                        wgmma_s8<WARP_NT>(diagonal[p + q0 + j], a[j], tiles_kt + (p - 1) * KT * NTB * 64);
+            wgmma_commit<WARP_NT>();
+            const bool more = chunk + 1 < CHUNKS || kt + 1 < KT;
+            if (more) load(next, chunk + 1 < CHUNKS ? kt : kt + 1, chunk + 1 < CHUNKS ? chunk + 1 : 0);
+            wgmma_wait_all<WARP_NT>();
+            if (more)
+#pragma unroll
+                for (int j = 0; j < QB; ++j) a[j] = next[j];
+        }
+    }
+}
+
 template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NB, int WARP_NT, int QB, bool STAGED,
-          int MIN_BLOCKS>
+          int MIN_BLOCKS, bool WGMMA>
 __global__ void __launch_bounds__(WIDE_WARPS * 32, MIN_BLOCKS)
 ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
                 const uint4 *__restrict__ gate, const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
@@ -86,13 +167,19 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     constexpr int ITEMS = NB * K / 4 / (WIDE_WARPS * 32);  // items (4 amplitudes) per thread and tile
     constexpr int HELD_MAX = MIN_BLOCKS > 1 ? 1 : 4;  // items held in registers (half the register file: one)
     constexpr int HELD = ITEMS < HELD_MAX ? ITEMS : HELD_MAX;
-    constexpr int WARPS_PER_MT = NTB / WARP_NT;             // warps that share one m-tile's columns
+    // warps (WGMMA: warpgroups) that share one m-tile's (warpgroup: four m-tiles') columns
+    constexpr int WARPS_PER_MT = NTB / WARP_NT;
+    constexpr int MT_UNIT = WGMMA ? 4 : 1, UNITS = WIDE_WARPS / MT_UNIT;
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
     static_assert(K == 128 || K == 256 || K == 512, "the wide kernel takes K = 128, 256 and 512");
-    static_assert(NB % (8 * WARP_NT) == 0 && WIDE_WARPS % WARPS_PER_MT == 0, "warps tile the block's columns");
+    static_assert(NB % (8 * WARP_NT) == 0 && UNITS % WARPS_PER_MT == 0, "warps tile the block's columns");
+    static_assert(WIDE_WARPS % MT_UNIT == 0 && MT % (MT_UNIT * UNITS / WARPS_PER_MT) == 0,
+                  "whole warpgroups, every warp of one through the same m-tile rounds");
     static_assert((NB * K / 4) % (WIDE_WARPS * 32) == 0, "whole items per thread");
 
-    extern __shared__ uint2 column_digits[];  // [SX][KT][NTB][32]: lane (g, t) of n-tile nt, registers b0, b1
+    // [SX][KT][NTB][32]: lane (g, t) of n-tile nt, registers b0, b1 (WGMMA: 256 bytes per n-tile
+    // as core matrices, wgmma_s8.cuh)
+    extern __shared__ uint2 column_digits[];
     auto &tables = *(WideTables<K, NB> *)(column_digits + SX * KT * NTB * 32);
     // STAGED: the next tile's amplitudes, copied in (cp.async) while this tile's products run;
     // amplitude j of thread i's item it at [it][j][i], so that each thread reads back only what it
@@ -110,10 +197,12 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-    // the warp's m-tiles and n-tiles: m-tile warp / WARPS_PER_MT (+ WIDE_WARPS / WARPS_PER_MT each
-    // round), n-tiles WARP_NT (warp % WARPS_PER_MT) ..
-    const int first_mt = warp / WARPS_PER_MT, mt_step = WIDE_WARPS / WARPS_PER_MT;
-    const int first_nt = WARP_NT * (warp % WARPS_PER_MT);
+    // the warp's m-tiles and n-tiles: with unit = warp (WGMMA: warpgroup), m-tile
+    // MT_UNIT (unit / WARPS_PER_MT) (+ the warp in its warpgroup), MT_UNIT UNITS / WARPS_PER_MT
+    // more each round, n-tiles WARP_NT (unit % WARPS_PER_MT) ..
+    const int unit = warp / MT_UNIT;
+    const int first_mt = MT_UNIT * (unit / WARPS_PER_MT) + warp % MT_UNIT, mt_step = MT_UNIT * UNITS / WARPS_PER_MT;
+    const int first_nt = WARP_NT * (unit % WARPS_PER_MT);
     int found_bad = 0;
     const long long n_tiles = (n_columns + NB - 1) / NB;
     auto stage = [&](long long tile_index) {
@@ -179,9 +268,20 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             digit_fragment_words<SX>(parts[0], words[0]);
             digit_fragment_words<SX>(parts[1], words[1]);
             uint2 *fragment = &column_digits[(item.kt * NTB + (item.n >> 3)) * 32 + 4 * mma_column_of(item.n & 7) + item.t];
+            if constexpr (WGMMA) {
+                unsigned *tile_words = (unsigned *)&column_digits[(item.kt * NTB + (item.n >> 3)) * 32];
 #pragma unroll
-            for (int p = 0; p < SX; ++p) fragment[p * KT * NTB * 32] = make_uint2(words[0][p], words[1][p]);
+                for (int p = 0; p < SX; ++p)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half)
+                        tile_words[p * KT * NTB * 64 + core_word_offset(mma_column_of(item.n & 7), item.t, half) / 4] =
+                            words[half][p];
+            } else {
+#pragma unroll
+                for (int p = 0; p < SX; ++p) fragment[p * KT * NTB * 32] = make_uint2(words[0][p], words[1][p]);
+            }
         }
+        if (WGMMA) fence_shared_for_wgmma();
         __syncthreads();
         if (STAGED) stage(tile + gridDim.x);  // this thread has read its own stage slots
 
@@ -191,34 +291,12 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             int diagonal[TMAX + 1][WARP_NT][4];
             clear_diagonals(diagonal);
             const uint4 *gate_tile = gate + (long long)mt * KT * 32 + lane;
-#pragma unroll 1
-            for (int kt = 0; kt < KT; ++kt) {
-                const uint2 *digits_kt = column_digits + (kt * NTB + first_nt) * 32 + lane;
-                // QB gate digits at a time in registers, each used for every state digit and n-tile
-#pragma unroll
-                for (int q0 = 1; q0 <= SG; q0 += QB) {
-                    if (q0 + 1 > TMAX) continue;
-                    uint4 a[QB];
-#pragma unroll
-                    for (int j = 0; j < QB; ++j)
-                        if (q0 + j <= SG && q0 + j + 1 <= TMAX)
-                            a[j] = __ldg(gate_tile + ((long long)(q0 + j - 1) * MT * KT + kt) * 32);
-#pragma unroll
-                    for (int p = 1; p <= SX; ++p) {
-                        if (p + q0 > TMAX) continue;
-                        uint2 b[WARP_NT];
-#pragma unroll
-                        for (int nt = 0; nt < WARP_NT; ++nt) b[nt] = digits_kt[((p - 1) * KT * NTB + nt) * 32];
-#pragma unroll
-                        for (int j = 0; j < QB; ++j) {
-                            if (q0 + j > SG || p + q0 + j > TMAX) continue;
-#pragma unroll
-                            for (int nt = 0; nt < WARP_NT; ++nt)
-                                mma_s8(diagonal[p + q0 + j][nt], a[j], b[nt].x, b[nt].y);
-                        }
-                    }
-                }
-            }
+            if constexpr (WGMMA)
+                warpgroup_products<KT, MT, NTB, SX, SG, TMAX, QB, WARP_NT>(
+                    diagonal, gate_tile, (const unsigned *)(column_digits + first_nt * 32));
+            else
+                warp_products<KT, MT, NTB, SX, SG, TMAX, QB, WARP_NT>(diagonal, gate_tile,
+                                                                      column_digits + first_nt * 32 + lane);
             double acc[WARP_NT][4];
             accumulate_chunks<TMAX, CHUNK_TOPS, WARP_NT>(diagonal, acc);
 

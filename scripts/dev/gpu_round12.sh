@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU work of round 12: the wide kernel's products by warpgroups (wgmma, sm_90a).
+#   bash scripts/dev/gpu_round12.sh OUTDIR check   # wgmma variants against the CPU tiles (gpu tests)
+#   bash scripts/dev/gpu_round12.sh OUTDIR bench   # gates d = 7, 8 at N = 30: cublas, int8-auto, 1e-10
+#   bash scripts/dev/gpu_round12.sh OUTDIR shapes  # wide_variants.py at d = 7, 8: mma.sync and wgmma shapes
+# pytest-xdist, when its wheel is in .whl, runs the tests on 16 workers (each compiles its kernels).
+set -uo pipefail
+out=${1:-out}; what=${2:-check}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n 16)
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+
+if [[ $what == check ]]; then
+  python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" tests/test_ozaki_gate.py \
+    -k "${TESTS:-wgmma or test_wide_equals_cpu or test_wide_at_512 or test_wide_scattered}" 2>&1 \
+    | tee "$out/gpu_tests.log" | grep -v -i "warn" | tail -8
+fi
+
+if [[ $what == bench ]]; then
+  python3 scripts/bench/bench_gates.py --qubits 30 --gate-sizes ${SIZES:-7 8} --targets 0 \
+    --backends cublas,int8-auto,int8-auto@target_error=1e-10 --device gpu --repeats 5 --json "$out/gates30.json" 2>&1 \
+    | tee "$out/gates30.log" | tail -6
+fi
+
+if [[ $what == shapes ]]; then
+  python3 scripts/dev/wide_variants.py --qubits 30 --gate-sizes ${SIZES:-7 8} --targets 0 --repeats 3 2>&1 \
+    | tee "$out/wide_variants.log" | tail -6
+fi
