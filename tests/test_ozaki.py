@@ -432,14 +432,38 @@ def test_large_gates_option(rng):
         gemm_backend.get("int8-auto", target_error=1e-30, large_gates="ozaki2").apply_batched(u, x, np.empty_like(x))
 
 
-def test_only_gates_on_ozaki1_count_as_in_place():
-    """works_in_place and takes_scattered (GPU) follow the scheme a gate size takes: the fused
-    kernels up to K = 256 on Ozaki-I; Ozaki-II's tiles need a second buffer."""
-    for options, in_place in [({}, (64, 128, 256)), ({"large_gates": "ozaki2"}, (64,)), ({"large_gates": "ozaki1"}, (64, 128, 256))]:
+def test_every_gate_size_works_in_place_on_the_gpu():
+    """works_in_place (GPU): every size, whatever the scheme (so the simulator takes no second
+    state buffer for int8-auto); takes_scattered follows the scheme: the fused kernels up to
+    K = 256 on Ozaki-I, Ozaki-II's tiles through the transposed copy."""
+    from qsim.apply import plan_gate
+    from qsim.simulator import wants_spare_buffer
+
+    for options, scattered in [({}, (64, 128, 256)), ({"large_gates": "ozaki2"}, (64,)),
+                               ({"large_gates": "ozaki1"}, (64, 128, 256)), ({"fused": False}, ())]:
         backend = gemm_backend.get("int8-auto", **options)
-        for k in (64, 128, 256, 512):
-            assert backend.works_in_place(k, True) == backend.takes_scattered(k, True) == (k in in_place), (options, k)
-            assert not backend.works_in_place(k, False)
+        for k in (64, 128, 256, 512, 1024):
+            assert backend.works_in_place(k, True) and not backend.works_in_place(k, False), (options, k)
+            assert backend.takes_scattered(k, True) == (k in scattered), (options, k)
+        plans = [plan_gate(30, range(d), np.eye(1 << d)) for d in (5, 9, 10)]
+        assert not wants_spare_buffer(backend, plans, True)
+
+
+@pytest.mark.parametrize("options, k", [({"large_gates": "ozaki2"}, 128), ({}, 512), ({"large_gates": "ozaki1"}, 512),
+                                        ({"fused": False}, 64)])
+def test_tile_paths_in_place_give_the_bits_out_of_place(options, k, rng):
+    """The tile paths (Ozaki-II, Ozaki-I tiles) with out = x, in chunks smaller than the view
+    (a small workspace), give the bits of the out-of-place call."""
+    backend = gemm_backend.get("int8-auto", workspace_bytes=3 << 20, **options)
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    x = seed_paper_matrix(rng, (6, k, 4), 1.0, True)
+    out = np.empty_like(x)
+    backend.apply_batched(u, x, out)
+    scheme = backend.last_call_info.get("scheme")
+    in_place = x.copy()
+    backend.apply_batched(u, in_place, in_place)
+    assert backend.last_call_info.get("scheme") == scheme
+    assert same_bits(in_place, out)
 
 
 def test_apply_batched_rho_rule_looks_at_the_state(rng):

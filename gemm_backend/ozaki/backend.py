@@ -33,7 +33,7 @@ from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_P
 from ..workspace import Workspace
 from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, WIDE_DIMS, apply_fused_gate, build_kernel, plan_launch
-from .plan import ProductPlan, plan_products
+from .plan import ProductPlan
 from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
 from .span_scan import scan_gpu
 from .split import bits_per_slice, row_exponents
@@ -41,10 +41,6 @@ from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply,
 
 OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 TYPICAL_DIGIT_PAIRS = 43  # digit products of a default gate plan (8-9 x 8 digits, diagonals to 10), for gate_passes
-# works_in_place answers before any gate's plan exists (the simulator sizes its buffers from it),
-# so it asks plan_launch about a plan of this many digits per operand: within every limit of the
-# fused kernel on the digits (MAX_STATE_DIGITS, MAX_TOP), so that K and shared memory decide.
-IN_PLACE_PROBE_SPLITS = 7
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 
 
@@ -121,8 +117,10 @@ class OzakiBackend(GemmBackend):
     bound = property(lambda self: self.split_rule.bound)
 
     def works_in_place(self, k: int, on_gpu: bool = True) -> bool:
-        return (on_gpu and self.fused and not self._takes_ozaki2(k)
-                and plan_launch(k, plan_products(IN_PLACE_PROBE_SPLITS, 2 * k)) is not None)
+        """On the GPU every gate size: the fused kernels write in place, and the tile paths (Ozaki-I
+        tiles, Ozaki-II) compute each chunk of columns into a temporary and copy it to out, so
+        out = x costs the same and a second state buffer would only take memory."""
+        return on_gpu
 
     def contiguous_gate_passes(self, k: int, on_gpu: bool) -> float:
         """The fused kernel's and the GPU's tiled paths' measured passes at int8-auto's plans;
