@@ -65,7 +65,7 @@ def test_wide_launch_limits():
     four; K = 512 (16 columns a tile) through wide_launch only."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10), wgmma=False)
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
-    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1, false>"  # chunks 10, 9, ..., 4 and (3, 2)
+    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1, false, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
     eight = plan_launch(256, plan_products(9, 512, 9, 10), wgmma=False)
     assert (eight.warp_n_tiles, eight.gate_digits_held, eight.staged) == (2, 9, False)  # no room for the stage
     five = plan_launch(256, plan_products(5, 512, 5, 7), wgmma=False)
@@ -88,7 +88,7 @@ def test_wide_launch_limits():
     for k, plan_args, n_tiles in [(128, (9, 8, 10), 4), (256, (9, 9, 11), 4), (256, (12, 4, 13), 2), (512, (9, 9, 11), 2)]:
         launch = wide_launch(k, plan_products(plan_args[0], 2 * k, *plan_args[1:]), wgmma=True)
         assert (launch.wgmma, launch.warp_n_tiles, launch.gate_digits_held, launch.arch) == (True, n_tiles, 3, "sm_90a")
-    assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true>")
+    assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true, 1>")
     assert wide_launch(128, plan_products(9, 256, 8, 10), wgmma=True).staged
     assert wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2, wgmma=True) is None
     assert [wgmma_fits(n, 32) for n in (1, 2, 4)] == [False, True, True] and wgmma_fits(1, 16)
@@ -375,11 +375,13 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
 @requires_gpu
 @pytest.mark.parametrize("k, plan_args", [(128, (9, 8, 10)), (128, (5, 5, 7)), (256, (9, 9, 11)), (256, (12, 4, 13)),
                                           (512, (9, 9, 11)), (512, (3,))])
-@pytest.mark.parametrize("warp_n_tiles, held, staged", [(4, 3, True), (4, 3, False), (2, 9, False), (1, 3, False)])
+@pytest.mark.parametrize("warp_n_tiles, held, staged, in_flight", [(4, 3, True, 1), (4, 3, False, 2), (2, 9, False, 1),
+                                                                    (1, 3, False, 2), (2, 2, False, 2)])
 @pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
-def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, held, staged, shape_of, rng):
-    """The wide kernel's products by warpgroups (wgmma, n = 32, 16 and 8 columns), strides
-    R = 2^q at q = 0, 1, middle and top, staged or not, special columns, in place."""
+def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, held, staged, in_flight, shape_of, rng):
+    """The wide kernel's products by warpgroups (wgmma, n = 32, 16 and 8 columns), one or two
+    chunks of products in flight, strides R = 2^q at q = 0, 1, middle and top, staged or not,
+    special columns, in place."""
     import cupy as cp
 
     from gemm_backend.ozaki.gate import apply_fused_gate
@@ -387,7 +389,8 @@ def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, he
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
     staged = staged and wide_launch(k, plan, True) is not None
     base = wide_launch(k, plan, staged, wgmma=True)
-    launch = base and dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=min(held, plan.b_slices))
+    launch = base and dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=min(held, plan.b_slices),
+                                          chunks_in_flight=in_flight)
     if launch is None or warp_n_tiles * 8 > launch.columns or not wgmma_fits(warp_n_tiles, launch.columns):
         pytest.skip(f"no wgmma launch of {warp_n_tiles} n-tiles per warpgroup at K = {k}")
     n_left, n_right = shape_of
@@ -537,6 +540,9 @@ def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch
     (128, (9, 8, 10), {"wgmma": True}),  # n32, staged
     (256, (5, 5, 7), {"wgmma": True, "warp_n_tiles": 2, "gate_digits_held": 5}),  # n16, two warpgroups per m-tiles
     (512, (3, 3, 4), {"wgmma": True, "warp_n_tiles": 1}),  # n8, two warpgroups per m-tiles
+    # two chunks of products in flight, two sets of gate-digit registers in turn
+    (128, (9, 8, 10), {"wgmma": True, "chunks_in_flight": 2}),  # three chunks per k-tile: sets alternate per k-tile
+    (256, (4, 12, 9), {"wgmma": True, "chunks_in_flight": 2, "warp_n_tiles": 2, "gate_digits_held": 2}),
 ])
 def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shape, rng):
     """Plans and register shapes of the wide kernel over whole and partial tiles (35 columns,

@@ -120,6 +120,7 @@ class WideLaunch:
     columns: int  # the block's tile of columns (NB)
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
     wgmma: bool = False  # products by warpgroups (sm_90a), four warps per m-tile round
+    chunks_in_flight: int = 1  # wgmma: chunks of products issued before the one before is waited for (1, 2)
     source: ClassVar[str] = "ozaki_gate_wide.cu"
     definitions: ClassVar[tuple] = (f"-DWIDE_WARPS={WIDE_WARPS}",
                                     f"-DWIDE_TABLE_BYTES_PER_AMPLITUDE={WIDE_TABLE_BYTES_PER_AMPLITUDE}",
@@ -139,7 +140,8 @@ class WideLaunch:
     def name(self) -> str:
         return (f"ozaki_gate_wide<{self.k}, {self.state_slices}, {self.gate_slices}, {self.top}, "
                 f"{self.chunk_tops}ULL, {self.columns}, {self.warp_n_tiles}, {self.gate_digits_held}, "
-                f"{str(self.staged).lower()}, {self.blocks_per_sm}, {str(self.wgmma).lower()}>")
+                f"{str(self.staged).lower()}, {self.blocks_per_sm}, {str(self.wgmma).lower()}, "
+                f"{self.chunks_in_flight}>")
 
     @property
     def arch(self):

@@ -8,6 +8,7 @@ device session. Needs libnvrtc, e.g. from the nvidia-cuda-nvrtc wheel (not a dep
 Prints one line per variant (cubin bytes, or the compiler's log) and exits 1 if any fails.
 """
 import argparse
+import dataclasses
 import ctypes
 import sys
 
@@ -31,6 +32,7 @@ def variants() -> list:
              wide_launch(512, plan_products(9, 1024, 9, 11), wgmma=False)]
     ozaki += [wide_launch(k, plan_products(*plan_args), wgmma=True)
               for k, plan_args in ((128, (9, 256, 8, 10)), (256, (9, 512, 9, 11)), (512, (9, 1024, 9, 11)))]
+    ozaki.append(dataclasses.replace(ozaki[-1], chunks_in_flight=2))
     rows = [(launch.source, launch.name, launch.definitions, getattr(launch, "arch", None) or ARCH) for launch in ozaki]
     rows += [("native_gate.cu", native_gate.launch_shape(*shape).name, native_gate.KERNEL_DEFINITIONS, ARCH)
              for shape in ((32, 2, False, 1), (16, 1, True, 2, 8))]

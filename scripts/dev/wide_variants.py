@@ -1,5 +1,6 @@
 """Time shapes of the wide fused INT8 gate kernel (K = 128 .. 512: n-tiles per warp, gate digits
-held per lane, staged or not, columns per block, blocks per multiprocessor, mma.sync or wgmma: tag g) under int8-auto's own plan for each gate (or the plan of --target-error),
+held per lane, staged or not, columns per block, blocks per multiprocessor, mma.sync or wgmma: tag g,
+with two chunks of products in flight: g2) under int8-auto's own plan for each gate (or the plan of --target-error),
 for several first targets, against the memory floor measured in the same run. The default shape
 is tagged "d", the fastest is starred. Prints one short table.
 
@@ -46,14 +47,16 @@ def main():
         k = u.shape[0]
         default = plan_launch(k, plan)
         variants = []
-        for (warp_n_tiles, held, staged, columns, blocks), wgmma in itertools.product(SHAPES, (False, True)):
+        for (warp_n_tiles, held, staged, columns, blocks), in_flight in itertools.product(SHAPES, (0, 1, 2)):
+            wgmma = in_flight > 0
             base = wide_launch(k, plan, staged, columns, blocks, wgmma=wgmma)
             if base is None or (wgmma and not wgmma_fits(warp_n_tiles, columns)):
                 continue
             held = min(held, plan.b_slices)
-            launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held, wgmma=wgmma)
-            tag = (f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}{'g' if wgmma else ''}"
-                   f"{'d' if launch == default else ''}")
+            launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held, wgmma=wgmma,
+                                         chunks_in_flight=max(1, in_flight))
+            tag = (f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}"
+                   f"{'' if not wgmma else 'g' if in_flight == 1 else 'g2'}{'d' if launch == default else ''}")
             variants.append((tag, lambda launch=launch, u=u, plan=plan, view=view:
                              apply_fused_gate(u, view, view, plan, launch, flag)))
         print(f"{label}  {variant_cells(variants, floor, args.repeats)}", flush=True)

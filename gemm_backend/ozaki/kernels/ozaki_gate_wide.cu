@@ -20,7 +20,8 @@
 // MIN_BLOCKS blocks per multiprocessor (2 caps the registers at 128), WGMMA: the products by
 // warpgroups (wgmma_s8.cuh, sm_90a): four warps take four neighbouring m-tiles of the same
 // columns, the column digits then sit in shared memory as wgmma's core matrices (the bytes of
-// each mma B register move, not their content). Every shape gives the same bits: each diagonal's
+// each mma B register move, not their content); IN_FLIGHT chunks of them at a time (1 or 2,
+// warpgroup_products; 1 without WGMMA). Every shape gives the same bits: each diagonal's
 // int32 sum is exact whatever the order of its products.
 
 #include "gate_tiles.cuh"
@@ -116,13 +117,19 @@ __device__ __forceinline__ void warp_products(int (&diagonal)[TMAX + 1][WARP_NT]
 }
 
 // The plan's digit products of one m-tile round by the warpgroup (WGMMA), into the diagonal sums:
-// k-tile by k-tile, QB gate digits at a time (a chunk), each times every state digit. The next
-// chunk's gate digits are read from L2 while this chunk's products run. tiles: the column digits
-// of the warpgroup's first n-tile at k-tile 0 (core matrices, 64 words per n-tile).
-template <int KT, int MT, int NTB, int SX, int SG, int TMAX, int QB, int WARP_NT>
+// k-tile by k-tile, QB gate digits at a time (a chunk), each times every state digit; the next
+// chunk's gate digits are read from L2 while this chunk's products run. IN_FLIGHT 1: each chunk's
+// products are waited for before the next chunk's are issued (one set of gate-digit registers
+// and a landing set); 2: two register sets in turn, the next chunk issued while this one runs, so
+// the tensor cores never drain between chunks (wgmma_wait<1> frees the set the chunk before read).
+// tiles: the column digits of the warpgroup's first n-tile at k-tile 0 (core matrices, 64 words
+// per n-tile).
+template <int KT, int MT, int NTB, int SX, int SG, int TMAX, int QB, int WARP_NT, int IN_FLIGHT>
 __device__ __forceinline__ void warpgroup_products(int (&diagonal)[TMAX + 1][WARP_NT][4], const uint4 *gate_tile,
                                                    const unsigned *tiles)
 {
+    static_assert(IN_FLIGHT == 1 || IN_FLIGHT == 2, "one or two chunks of products in flight");
+    static_assert(KT % 2 == 0, "k-tiles in pairs (two register sets in turn)");
     constexpr int LAST_Q = SG < TMAX - 1 ? SG : TMAX - 1;  // gate digits with a product in the plan
     constexpr int CHUNKS = (LAST_Q + QB - 1) / QB;
     auto load = [&](uint4 (&a)[QB], int kt, int chunk) {
@@ -130,34 +137,56 @@ __device__ __forceinline__ void warpgroup_products(int (&diagonal)[TMAX + 1][WAR
         for (int j = 0; j < QB; ++j)
             if (chunk * QB + j < LAST_Q) a[j] = __ldg(gate_tile + ((long long)(chunk * QB + j) * MT * KT + kt) * 32);
     };
-    uint4 a[QB], next[QB];
-    load(a, 0, 0);
-#pragma unroll 1
-    for (int kt = 0; kt < KT; ++kt) {
+    auto issue = [&](const uint4 (&a)[QB], int kt, int chunk) {
         const unsigned *tiles_kt = tiles + kt * NTB * 64;
+        const int q0 = 1 + chunk * QB;
+        wgmma_fence<WARP_NT>();
 #pragma unroll
-        for (int chunk = 0; chunk < CHUNKS; ++chunk) {
-            const int q0 = 1 + chunk * QB;
-            wgmma_fence<WARP_NT>();
+        for (int p = 1; p <= SX; ++p)
 #pragma unroll
-            for (int p = 1; p <= SX; ++p)
+            for (int j = 0; j < QB; ++j)
+                if (q0 + j <= LAST_Q && p + q0 + j <= TMAX)
+                    wgmma_s8<WARP_NT>(diagonal[p + q0 + j], a[j], tiles_kt + (p - 1) * KT * NTB * 64);
+        wgmma_commit<WARP_NT>();
+    };
+    if constexpr (IN_FLIGHT == 1) {
+        uint4 a[QB], next[QB];
+        load(a, 0, 0);
+#pragma unroll 1
+        for (int kt = 0; kt < KT; ++kt) {
 #pragma unroll
-                for (int j = 0; j < QB; ++j)
-                    if (q0 + j <= LAST_Q && p + q0 + j <= TMAX)
-                        wgmma_s8<WARP_NT>(diagonal[p + q0 + j], a[j], tiles_kt + (p - 1) * KT * NTB * 64);
-            wgmma_commit<WARP_NT>();
-            const bool more = chunk + 1 < CHUNKS || kt + 1 < KT;
-            if (more) load(next, chunk + 1 < CHUNKS ? kt : kt + 1, chunk + 1 < CHUNKS ? chunk + 1 : 0);
-            wgmma_wait_all<WARP_NT>();
-            if (more)
+            for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+                issue(a, kt, chunk);
+                const bool more = chunk + 1 < CHUNKS || kt + 1 < KT;
+                if (more) load(next, chunk + 1 < CHUNKS ? kt : kt + 1, chunk + 1 < CHUNKS ? chunk + 1 : 0);
+                wgmma_wait<0>();
+                if (more)
 #pragma unroll
-                for (int j = 0; j < QB; ++j) a[j] = next[j];
+                    for (int j = 0; j < QB; ++j) a[j] = next[j];
+            }
         }
+    } else {
+        // chunk c of the round (c = CHUNKS kt + chunk) reads set c % 2: with kt even, step % 2
+        uint4 a[2][QB];
+        load(a[0], 0, 0);
+#pragma unroll 1
+        for (int kt = 0; kt < KT; kt += 2) {
+#pragma unroll
+            for (int step = 0; step < 2 * CHUNKS; ++step) {
+                issue(a[step % 2], kt + step / CHUNKS, step % CHUNKS);
+                wgmma_wait<1>();  // the chunk before is done: its set takes the next chunk's digits
+                if (step + 1 < 2 * CHUNKS)
+                    load(a[(step + 1) % 2], kt + (step + 1) / CHUNKS, (step + 1) % CHUNKS);
+                else if (kt + 2 < KT)
+                    load(a[0], kt + 2, 0);
+            }
+        }
+        wgmma_wait<0>();
     }
 }
 
 template <int K, int SX, int SG, int TOP, unsigned long long CHUNK_TOPS, int NB, int WARP_NT, int QB, bool STAGED,
-          int MIN_BLOCKS, bool WGMMA>
+          int MIN_BLOCKS, bool WGMMA, int IN_FLIGHT>
 __global__ void __launch_bounds__(WIDE_WARPS * 32, MIN_BLOCKS)
 ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned long long targets,
                 const uint4 *__restrict__ gate, const int *__restrict__ gate_exponents, int *__restrict__ nonfinite)
@@ -292,7 +321,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             clear_diagonals(diagonal);
             const uint4 *gate_tile = gate + (long long)mt * KT * 32 + lane;
             if constexpr (WGMMA)
-                warpgroup_products<KT, MT, NTB, SX, SG, TMAX, QB, WARP_NT>(
+                warpgroup_products<KT, MT, NTB, SX, SG, TMAX, QB, WARP_NT, IN_FLIGHT>(
                     diagonal, gate_tile, (const unsigned *)(column_digits + first_nt * 32));
             else
                 warp_products<KT, MT, NTB, SX, SG, TMAX, QB, WARP_NT>(diagonal, gate_tile,

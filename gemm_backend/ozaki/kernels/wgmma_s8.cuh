@@ -49,12 +49,13 @@ template <int NT> __device__ __forceinline__ void wgmma_commit()
 #endif
 }
 
-// Waits for every committed group: after it, d and A may be read and written again, and B's
-// shared memory overwritten.
-template <int NT> __device__ __forceinline__ void wgmma_wait_all()
+// Waits until at most PENDING committed groups are still running (0: all done, after which d
+// and A may be read and written again and B's shared memory overwritten; 1: every group but the
+// newest, whose registers and tile stay untouchable).
+template <int PENDING> __device__ __forceinline__ void wgmma_wait()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
 
@@ -67,8 +68,8 @@ __device__ __forceinline__ void fence_shared_for_wgmma()
 #endif
 }
 
-// d += A B for the warpgroup (asynchronous on the device: wgmma_commit, then wgmma_wait_all
-// before d, a or the tile are touched). tile: the B tile in shared memory, 256 NT bytes.
+// d += A B for the warpgroup (asynchronous on the device: wgmma_commit, then wgmma_wait until
+// its group is done before d, a or the tile are touched). tile: the B tile in shared memory, 256 NT bytes.
 template <int NT>
 __device__ __forceinline__ void wgmma_s8(int (&d)[NT][4], const uint4 &a, const unsigned *tile)
 {
