@@ -17,8 +17,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/device.txt"
 git log -1 --format=%H 2>/dev/null | tee -a "$out/device.txt"
+# pytest-xdist (its wheel and execnet's in .whl/) runs the tests on GPU_TEST_WORKERS processes (default 8:
+# the largest gpu test state is 1 GiB; each worker compiles the kernel variants it meets).
+workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n "${GPU_TEST_WORKERS:-8}")
 if [[ $what == tests || $what == all ]]; then
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
+  python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
 fi
 if [[ $what == bench || $what == all ]]; then
   python3 scripts/bench/bench_gates.py --qubits 28 30 --device gpu --backends cublas,int8-auto,fp16x2 --json "$out/bench_gates.json" \
