@@ -10,9 +10,9 @@ import pytest
 import gemm_backend
 from circuits import haar_unitary
 from gemm_backend import BackendError
-from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WIDE_WARPS, WideLaunch,
-                                    embedded_gate_rows, fragment_index, fused_gate_call, plan_launch, tiles, wgmma_fits,
-                                    wide_launch)
+from gemm_backend.ozaki.gate import (FUSED_DIMS, PACKED_K, WIDE_DIMS, WIDE_UNMEASURED_DIMS, WIDE_WARPS, Launch,
+                                    WideLaunch, embedded_gate_rows, fragment_index, fused_gate_call, plan_launch, tiles,
+                                    wgmma_fits, wide_launch)
 from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
@@ -65,7 +65,8 @@ def test_wide_launch_limits():
     four; K = 512 (16 columns a tile) through wide_launch only."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10), wgmma=False)
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
-    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1, false, 1>"  # chunks 10, 9, ..., 4 and (3, 2)
+    # chunks 10, 9, ..., 4 and (3, 2)
+    assert seven.name == "ozaki_gate_wide<128, 9, 8, 10, 2040ULL, 32, 4, 3, true, 1, false, 1>"
     eight = plan_launch(256, plan_products(9, 512, 9, 10), wgmma=False)
     assert (eight.warp_n_tiles, eight.gate_digits_held, eight.staged) == (2, 9, False)  # no room for the stage
     five = plan_launch(256, plan_products(5, 512, 5, 7), wgmma=False)
@@ -85,13 +86,20 @@ def test_wide_launch_limits():
     assert wide_launch(512, plan_products(14, 1024)) is None
     # wgmma (the default on Hopper): four n-tiles per warpgroup up to ten diagonals, three gate
     # digits held; shapes whose warpgroups cannot split the columns are refused
-    for k, plan_args, n_tiles in [(128, (9, 8, 10), 4), (256, (9, 9, 11), 4), (256, (12, 4, 13), 2), (512, (9, 9, 11), 2)]:
+    for k, plan_args, n_tiles in [(128, (9, 8, 10), 4), (256, (9, 9, 11), 4), (256, (12, 4, 13), 2),
+                                  (512, (9, 9, 11), 2)]:
         launch = wide_launch(k, plan_products(plan_args[0], 2 * k, *plan_args[1:]), wgmma=True)
         assert (launch.wgmma, launch.warp_n_tiles, launch.gate_digits_held, launch.arch) == (True, n_tiles, 3, "sm_90a")
     assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true, 1>")
     assert wide_launch(128, plan_products(9, 256, 8, 10), wgmma=True).staged
     assert wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2, wgmma=True) is None
     assert [wgmma_fits(n, 32) for n in (1, 2, 4)] == [False, True, True] and wgmma_fits(1, 16)
+    # K = 64: the fused kernel by default; the wide kernel (64 columns a tile, staged) on request
+    sixty_four = plan_products(9, 128, 8, 10)
+    assert isinstance(plan_launch(64, sixty_four), Launch)
+    wide = wide_launch(64, sixty_four, wgmma=True)
+    assert (wide.columns, wide.staged, wide.warp_n_tiles) == (64, True, 4)
+    assert wide.shared_bytes == 9 * 128 * 64 + 12 * 64 + 16 * 64 + 16 * 64 * 64
 
 
 # -- GPU: the same bits as the CPU --------------------------------------------------------
@@ -373,8 +381,8 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("k, plan_args", [(128, (9, 8, 10)), (128, (5, 5, 7)), (256, (9, 9, 11)), (256, (12, 4, 13)),
-                                          (512, (9, 9, 11)), (512, (3,))])
+@pytest.mark.parametrize("k, plan_args", [(64, (9, 8, 10)), (128, (9, 8, 10)), (128, (5, 5, 7)), (256, (9, 9, 11)),
+                                          (256, (12, 4, 13)), (512, (9, 9, 11)), (512, (3,))])
 @pytest.mark.parametrize("warp_n_tiles, held, staged, in_flight", [(4, 3, True, 1), (4, 3, False, 2), (2, 9, False, 1),
                                                                     (1, 3, False, 2), (2, 2, False, 2)])
 @pytest.mark.parametrize("shape_of", [(40, 1), (3, 2), (5, 16), (1, 64)])
@@ -542,6 +550,8 @@ def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch
     (512, (3, 3, 4), {"wgmma": True, "warp_n_tiles": 1}),  # n8, two warpgroups per m-tiles
     # two chunks of products in flight, two sets of gate-digit registers in turn
     (128, (9, 8, 10), {"wgmma": True, "chunks_in_flight": 2}),  # three chunks per k-tile: sets alternate per k-tile
+    (64, (9, 8, 10), {}),  # 64 columns a tile, two warps per m-tile, staged
+    (64, (9, 8, 10), {"wgmma": True, "chunks_in_flight": 2}),  # two warpgroups per m-tiles
     (256, (4, 12, 9), {"wgmma": True, "chunks_in_flight": 2, "warp_n_tiles": 2, "gate_digits_held": 2}),
 ])
 def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shape, rng):

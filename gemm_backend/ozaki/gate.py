@@ -10,7 +10,7 @@ B = the gate (plan.b_slices digits).
 Two kernels: for K <= 64 (FUSED_DIMS) a quad of lanes holds a column's digits in registers and the
 gate's digits sit in shared memory (Launch); for K = 128, 256 (WIDE_DIMS) a block makes the digits
 of WIDE_COLUMNS[K] columns in shared memory and reads the gate's digits through L2 (WideLaunch).
-The wide kernel also takes K = 512 (WIDE_UNMEASURED_DIMS: wide_launch only, not yet routed).
+The wide kernel also takes K = 64 and 512 (WIDE_UNMEASURED_DIMS: wide_launch only, not yet routed).
 """
 import functools
 from dataclasses import dataclass
@@ -27,11 +27,14 @@ from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, pa
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
 WIDE_DIMS = (128, 256)
 # Sizes the wide kernel takes (wide_launch, the tests) that plan_launch does not route to it yet:
-# at K = 512 its speed against the tiles is not measured (BENCHMARKS.md round 11 estimates it).
-WIDE_UNMEASURED_DIMS = (512,)
-# Columns of the wide kernel's block tile (NB) by K: 32, and 16 at K = 512, where the column
-# digits of 32 columns would exceed the shared memory (a plan's 9 digits: 295 KB).
-WIDE_COLUMNS = {128: 32, 256: 32, 512: 16}
+# at K = 512 its speed against the tiles is not measured (BENCHMARKS.md round 11 estimates it),
+# at K = 64 against the fused kernel (round 12: with wgmma its products could take 12.9 ms of the
+# fused kernel's 34.9 at N = 30, if the gate's digits read through L2 for every tile keep up).
+WIDE_UNMEASURED_DIMS = (64, 512)
+# Columns of the wide kernel's block tile (NB) by K: 32; 64 at K = 64, where they halve the L2
+# reads of the gate's digits and still fit; 16 at K = 512, where the column digits of 32 columns
+# would exceed the shared memory (a plan's 9 digits: 295 KB).
+WIDE_COLUMNS = {64: 64, 128: 32, 256: 32, 512: 16}
 WIDE_WARPS = 8
 # The wide kernel's products by warpgroups (wgmma) where the GPU has them: Hopper (compute
 # capability 9.0, NVRTC target sm_90a). Four n-tiles per warpgroup while ptxas keeps the diagonal
@@ -50,9 +53,10 @@ WIDE_TABLE_BYTES_PER_COLUMN = 4 + 4 + 8
 # Four n-tiles per warp (half the L2 reads of the gate's digits per product) while these stay
 # within WIDE_DIAGONAL_REGISTERS[K], else two (at most the tile's n-tiles); the next tile staged
 # in shared memory at K = 128 only. The shapes measured fastest on the H100 at K = 128, 256
-# (BENCHMARKS.md round 10, wide_variants.py); K = 512 takes K = 256's rule, not yet measured.
-WIDE_DIAGONAL_REGISTERS = {128: 144, 256: 96, 512: 96}
-WIDE_STAGED_DIMS = (128,)
+# (BENCHMARKS.md round 10, wide_variants.py); K = 512 takes K = 256's rule and K = 64 K = 128's,
+# staged, not yet measured.
+WIDE_DIAGONAL_REGISTERS = {64: 144, 128: 144, 256: 96, 512: 96}
+WIDE_STAGED_DIMS = (64, 128)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told
 # apart by a few free qubits, target_layout.packing_qubits) form one kernel column under the gate
 # I (x) U, each with its own exponent, so every bit is the small gate's while the mma k-tiles are

@@ -2,7 +2,9 @@
 # GPU work of round 12: the wide kernel's products by warpgroups (wgmma, sm_90a).
 #   bash scripts/dev/gpu_round12.sh OUTDIR check   # wgmma variants against the CPU tiles (gpu tests)
 #   bash scripts/dev/gpu_round12.sh OUTDIR bench   # gates d = 7, 8 at N = 30: cublas, int8-auto, 1e-10
-#   bash scripts/dev/gpu_round12.sh OUTDIR shapes  # wide_variants.py at d = 7, 8: mma.sync and wgmma shapes
+#   bash scripts/dev/gpu_round12.sh OUTDIR shapes  # wide_variants.py at d = 6, 7, 8: the fused kernel (d = 6),
+#                                                  # mma.sync and wgmma shapes, one or two chunks in flight (g2)
+# SIZES overrides the gate sizes (e.g. SIZES=9 for the wide kernel at K = 512 against Ozaki-II).
 # pytest-xdist, when its wheel is in .whl, runs the tests on 16 workers (each compiles its kernels).
 set -uo pipefail
 out=${1:-out}; what=${2:-check}
@@ -28,6 +30,6 @@ if [[ $what == bench ]]; then
 fi
 
 if [[ $what == shapes ]]; then
-  python3 scripts/dev/wide_variants.py --qubits 30 --gate-sizes ${SIZES:-7 8} --targets 0 --repeats 3 2>&1 \
+  python3 scripts/dev/wide_variants.py --qubits 30 --gate-sizes ${SIZES:-6 7 8} --targets 0 --repeats 3 2>&1 \
     | tee "$out/wide_variants.log" | tail -6
 fi

@@ -31,7 +31,8 @@ def variants() -> list:
              wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2),
              wide_launch(512, plan_products(9, 1024, 9, 11), wgmma=False)]
     ozaki += [wide_launch(k, plan_products(*plan_args), wgmma=True)
-              for k, plan_args in ((128, (9, 256, 8, 10)), (256, (9, 512, 9, 11)), (512, (9, 1024, 9, 11)))]
+              for k, plan_args in ((64, (9, 128, 8, 10)), (128, (9, 256, 8, 10)), (256, (9, 512, 9, 11)),
+                                   (512, (9, 1024, 9, 11)))]
     ozaki.append(dataclasses.replace(ozaki[-1], chunks_in_flight=2))
     rows = [(launch.source, launch.name, launch.definitions, getattr(launch, "arch", None) or ARCH) for launch in ozaki]
     rows += [("native_gate.cu", native_gate.launch_shape(*shape).name, native_gate.KERNEL_DEFINITIONS, ARCH)

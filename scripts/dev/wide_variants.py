@@ -1,10 +1,11 @@
-"""Time shapes of the wide fused INT8 gate kernel (K = 128 .. 512: n-tiles per warp, gate digits
+"""Time shapes of the wide fused INT8 gate kernel (K = 64 .. 512: n-tiles per warp, gate digits
 held per lane, staged or not, columns per block, blocks per multiprocessor, mma.sync or wgmma: tag g,
-with two chunks of products in flight: g2) under int8-auto's own plan for each gate (or the plan of --target-error),
-for several first targets, against the memory floor measured in the same run. The default shape
-is tagged "d", the fastest is starred. Prints one short table.
+with two chunks of products in flight: g2) under int8-auto's own plan for each gate (or the plan
+of --target-error), for several first targets, against the memory floor measured in the same run;
+at K = 64 beside the fused kernel's default launch (tag "fused"). The default shape is tagged "d",
+the fastest is starred. Prints one short table.
 
-    python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 7 8 9 --targets 0 12 top
+    python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 6 7 8 9 --targets 0 12 top
 """
 import dataclasses
 import itertools
@@ -15,12 +16,12 @@ import cupy as cp
 
 import gemm_backend
 from circuits import haar_unitary
-from gemm_backend.ozaki.gate import apply_fused_gate, plan_launch, wgmma_fits, wide_launch
+from gemm_backend.ozaki.gate import WideLaunch, apply_fused_gate, plan_launch, wgmma_fits, wide_launch
 from qsim.benchmarking import first_targets, gpu_state_and_floor, variant_arguments, variant_cells
 
 # (n-tiles per warp, gate digits held per lane, staged, columns per block, blocks per multiprocessor)
-SHAPES = [(4, 3, True, 32, 1), (4, 3, False, 32, 1), (2, 9, False, 32, 1), (1, 3, False, 32, 2), (1, 3, False, 16, 2),
-          (1, 3, True, 16, 2), (2, 9, False, 16, 1), (2, 3, False, 16, 1), (1, 9, False, 16, 1)]
+SHAPES = [(4, 3, True, 64, 1), (4, 3, True, 32, 1), (4, 3, False, 32, 1), (2, 9, False, 32, 1), (1, 3, False, 32, 2),
+          (1, 3, False, 16, 2), (1, 3, True, 16, 2), (2, 9, False, 16, 1), (2, 3, False, 16, 1), (1, 9, False, 16, 1)]
 
 
 def wide_gate_cases(state, n_qubits: int, gate_sizes, targets, seed: int = 1):
@@ -47,6 +48,9 @@ def main():
         k = u.shape[0]
         default = plan_launch(k, plan)
         variants = []
+        if default is not None and not isinstance(default, WideLaunch):  # K = 64: the fused kernel
+            variants.append(("fused", lambda launch=default, u=u, plan=plan, view=view:
+                             apply_fused_gate(u, view, view, plan, launch, flag)))
         for (warp_n_tiles, held, staged, columns, blocks), in_flight in itertools.product(SHAPES, (0, 1, 2)):
             wgmma = in_flight > 0
             base = wide_launch(k, plan, staged, columns, blocks, wgmma=wgmma)

@@ -1,4 +1,4 @@
-// Fused INT8 Ozaki-I gate for K = 128, 256 and 512 (gemm_backend/ozaki/gate.py): every column of the
+// Fused INT8 Ozaki-I gate for K = 64 .. 512 (gemm_backend/ozaki/gate.py): every column of the
 // flat complex128 state (the K amplitudes at the gate's target bits, gate_tiles.cuh's
 // TargetLayout) becomes U times itself, every amplitude read once and written once, no digit or
 // partial product in global memory. The arithmetic is ozaki_gate.cu's (ozaki_digits.cuh), so
@@ -13,7 +13,8 @@
 // WARP_NT of the tile's n-tiles, reading the gate's digits (made once per gate, in
 // ozaki_gate.cu's A-fragment order: amplitude 4 j + t of a k-tile in lane t) through L2, and
 // writes them. The column digits are read from shared memory once per gate digit, the gate's
-// once per state digit and n-tile of the warp.
+// once per state digit and n-tile of the warp. K = 64 (the fused kernel's largest size, whose
+// gate digits sit in shared memory) runs here too, so that the two can be compared with wgmma.
 //
 // Launch parameters (gate.py's WideLaunch): NB columns per block tile, WARP_NT n-tiles per warp,
 // QB gate digits held in registers at once, STAGED (the next tile copied in during the products),
@@ -200,7 +201,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
     constexpr int WARPS_PER_MT = NTB / WARP_NT;
     constexpr int MT_UNIT = WGMMA ? 4 : 1, UNITS = WIDE_WARPS / MT_UNIT;
     constexpr int TMAX = TOP < SX + SG ? TOP : SX + SG;
-    static_assert(K == 128 || K == 256 || K == 512, "the wide kernel takes K = 128, 256 and 512");
+    static_assert(K == 64 || K == 128 || K == 256 || K == 512, "the wide kernel takes K = 64 .. 512");
     static_assert(NB % (8 * WARP_NT) == 0 && UNITS % WARPS_PER_MT == 0, "warps tile the block's columns");
     static_assert(WIDE_WARPS % MT_UNIT == 0 && MT % (MT_UNIT * UNITS / WARPS_PER_MT) == 0,
                   "whole warpgroups, every warp of one through the same m-tile rounds");
