@@ -4,7 +4,9 @@
 // Each warp holds A's rows 16 w .. 16 w + 15 in mma.sync's m16n8k32 A fragment (uint4) and gets
 // those rows of d in mma.sync's C layout, n-tile by n-tile (d[nt][0..3]), so a warp's result
 // depends on its own A and the shared B alone: the host build (no __CUDA_ARCH__) computes it with
-// the warp's m16n8k32 emulation, n-tile by n-tile. B is K-major without swizzle: n-tile nt's 8
+// the warp's m16n8k32 emulation, n-tile by n-tile, reading B where the descriptor's two byte
+// offsets say PTX's canonical layout puts it (so a wrong offset fails on the host too). B is
+// K-major without swizzle: n-tile nt's 8
 // rows x 32 bytes sit at byte 256 nt of the tile, k < 16 of row r at 16 r, k >= 16 at 128 + 16 r
 // (core matrices of 8 rows x 16 bytes), which is where mma.sync's lane (g = r, t) keeps its
 // B registers b0 and b1 (k = 4 t .. 4 t + 3 and 16 + 4 t ..). Checked on the H100 by
@@ -20,15 +22,34 @@ template <int NT> struct WgmmaShape {
 
 #ifdef __CUDA_ARCH__
 template <bool FLAG> constexpr bool needs_sm90a_v = FLAG;
+#endif
 
 // The shared-memory descriptor of a no-swizzle K-major B tile at `tile`: start, leading byte
 // offset 128 (the next 16 bytes of k), stride byte offset 256 (the next 8 rows), all in 16 bytes.
+// On the host the start field holds the pointer's low bits (the emulation reads from `tile`).
 __device__ __forceinline__ unsigned long long wgmma_descriptor(const void *tile)
 {
+#ifdef __CUDA_ARCH__
     const unsigned address = (unsigned)__cvta_generic_to_shared(tile);
+#else
+    const unsigned address = (unsigned)(unsigned long long)tile;
+#endif
     return (unsigned long long)((address & 0x3FFFF) >> 4) | (unsigned long long)(128 >> 4) << 16 |
            (unsigned long long)(256 >> 4) << 32;
 }
+
+#ifndef __CUDA_ARCH__
+// The host emulation's view of a descriptor: the byte of B (row n, k) in the tile, by PTX's
+// canonical no-swizzle K-major layout: 8-row groups `stride` apart, 16-byte halves of k `leading`
+// apart, 16 bytes per row within a core matrix.
+struct DescribedTile {
+    int leading, stride;
+    explicit DescribedTile(unsigned long long descriptor)
+        : leading((int)((descriptor >> 16) & 0x3FFF) << 4), stride((int)((descriptor >> 32) & 0x3FFF) << 4)
+    {
+    }
+    int byte(int n, int k) const { return (n >> 3) * stride + (k >> 4) * leading + (n & 7) * 16 + (k & 15); }
+};
 #endif
 
 // wgmma.fence: the registers written since (A, and d before its first product) are the ones read.
@@ -101,9 +122,15 @@ __device__ __forceinline__ void wgmma_s8(int (&d)[NT][4], const uint4 &a, const 
 #elif defined(__CUDA_ARCH__)
     static_assert(needs_sm90a_v<NT == 0>, "wgmma kernels are compiled for sm_90a");
 #else
+    // lane (g, t) passes mma's B registers of row 8 nt + g: k = 4 t .. 4 t + 3 and 16 + 4 t ..
+    const DescribedTile described(wgmma_descriptor(tile));
+    const unsigned char *bytes = (const unsigned char *)tile;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    auto word = [&](int n, int k) {  // bytes k .. k + 3 of row n, little-endian as in a register
+        const unsigned char *first = bytes + described.byte(n, k);
+        return (unsigned)first[0] | (unsigned)first[1] << 8 | (unsigned)first[2] << 16 | (unsigned)first[3] << 24;
+    };
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-        mma_s8(d[nt], a, tile[(256 * nt + core_word_offset(g, t, 0)) / 4], tile[(256 * nt + core_word_offset(g, t, 1)) / 4]);
+    for (int nt = 0; nt < NT; ++nt) mma_s8(d[nt], a, word(8 * nt + g, 4 * t), word(8 * nt + g, 16 + 4 * t));
 #endif
 }
