@@ -126,10 +126,29 @@ def _with_subnormal_columns(x):
     return x
 
 
+def _strided_state(rng, shape):
+    """A state view (L, K, R) for the stride tests: _state's special columns where L > 1, and
+    _with_subnormal_columns' where L >= 4."""
+    x = _state(rng, shape, special=shape[0] > 1)
+    return _with_subnormal_columns(x) if shape[0] >= 4 else x
+
+
 def _cpu_tiles(u, x, plan):
     expected = np.empty_like(x)
     gemm_backend.get("int8-7")._apply_tiles(u, x, expected, plan, 1 << 26)
     return expected
+
+
+def _fused_in_place(u, x, plan, launch):
+    """x's columns times u by apply_fused_gate on the GPU under `launch`, in place; the result
+    on the host."""
+    import cupy as cp
+
+    from gemm_backend.ozaki.gate import apply_fused_gate
+
+    x_gpu = cp.asarray(x)
+    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
+    return x_gpu.get()
 
 
 def _cpu_and_gpu(backend, u, x):
@@ -152,9 +171,7 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     n_left, n_right = shape_of
     k = 1 << d
     u = haar_unitary(k, rng)
-    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
-    if n_left >= 4:
-        _with_subnormal_columns(x)
+    x = _strided_state(rng, (n_left, k, n_right))
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
     assert same_bits(got, expected)
@@ -168,19 +185,13 @@ def test_fused_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
                                                               (1, True, 3), (1, False, 4)])
 def test_every_launch_shape_gives_the_same_bits(d, n_tiles, prefetch, blocks_per_sm, rng):
     """The shapes scripts/dev/fused_variants.py times, against the CPU tiles."""
-    import cupy as cp
-
-    from gemm_backend.ozaki.gate import apply_fused_gate
-
     k = 1 << d
     plan = plan_products(7, 2 * k)
     launch = plan_launch(k, plan, n_tiles=n_tiles, prefetch=prefetch, blocks_per_sm=blocks_per_sm)
     u = haar_unitary(k, rng)
     x = _state(rng, (37, k, 4), special=True)
     expected = _cpu_tiles(u, x, plan)
-    x_gpu = cp.asarray(x)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
-    assert same_bits(x_gpu.get(), expected)
+    assert same_bits(_fused_in_place(u, x, plan, launch), expected)
 
 
 def test_small_gates_launch_packed_in_the_sixteen_kernel():
@@ -251,18 +262,12 @@ def test_fused_every_split_count_at_five_qubits(splits, rng):
                                                             (4, 16, 8)])
 def test_fused_unequal_digit_counts(state_slices, gate_slices, top, rng):
     """s_a != s_b and T other than max + 1 (the error-target rule picks such plans)."""
-    import cupy as cp
-
-    from gemm_backend.ozaki.gate import apply_fused_gate
-
     k = 32
     plan = plan_products(state_slices, 2 * k, gate_slices, top)
     u = haar_unitary(k, rng)
     x = _state(rng, (9, k, 4), special=True)
     expected = _cpu_tiles(u, x, plan)
-    x_gpu = cp.asarray(x)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, plan_launch(k, plan))
-    assert same_bits(x_gpu.get(), expected)
+    assert same_bits(_fused_in_place(u, x, plan, plan_launch(k, plan)), expected)
 
 
 @pytest.mark.gpu
@@ -319,9 +324,7 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
     n_left, n_right = shape_of
     k = 1 << d
     u = haar_unitary(k, rng)
-    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
-    if n_left >= 4:
-        _with_subnormal_columns(x)
+    x = _strided_state(rng, (n_left, k, n_right))
     x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get(f"int8-{splits}"), u, x)
     assert gpu_info["kernel"] == "fused" and cpu_info["kernel"] == "tiles"
@@ -335,20 +338,12 @@ def test_wide_equals_cpu_bit_for_bit(d, splits, shape_of, rng):
 def test_wide_at_512_equals_cpu_bit_for_bit(plan_args, shape_of, rng):
     """K = 512 (wide_launch: not routed yet), strides R = 2^q at q = 0, 1, middle and top, column
     counts below, at and past one 16-column tile, special columns, in place."""
-    import cupy as cp
-
-    from gemm_backend.ozaki.gate import apply_fused_gate
-
     n_left, n_right = shape_of
     plan = plan_products(plan_args[0], 1024, *plan_args[1:])
     u = haar_unitary(512, rng)
-    x = _state(rng, (n_left, 512, n_right), special=n_left > 1)
-    if n_left >= 4:
-        _with_subnormal_columns(x)
+    x = _strided_state(rng, (n_left, 512, n_right))
     expected = _cpu_tiles(u, x, plan)
-    x_gpu = cp.asarray(x)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, wide_launch(512, plan))
-    assert same_bits(x_gpu.get(), expected)
+    assert same_bits(_fused_in_place(u, x, plan, wide_launch(512, plan)), expected)
 
 
 @pytest.mark.gpu
@@ -361,10 +356,6 @@ def test_wide_at_512_equals_cpu_bit_for_bit(plan_args, shape_of, rng):
 def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, top, warp_n_tiles, held, staged,
                                                   columns, blocks, rng):
     """Unequal digit counts, tops below and past s_a + s_b, every register shape, against the CPU tiles."""
-    import cupy as cp
-
-    from gemm_backend.ozaki.gate import apply_fused_gate
-
     plan = plan_products(state_slices, 2 * k, gate_slices, top)
     staged = staged and wide_launch(k, plan, True, columns, blocks) is not None
     base = wide_launch(k, plan, staged, columns, blocks, wgmma=False)
@@ -374,9 +365,7 @@ def test_wide_plans_and_shapes_give_the_same_bits(k, state_slices, gate_slices, 
     u = haar_unitary(k, rng)
     x = _state(rng, (33, k, 2), special=True)
     expected = _cpu_tiles(u, x, plan)
-    x_gpu = cp.asarray(x)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
-    assert same_bits(x_gpu.get(), expected)
+    assert same_bits(_fused_in_place(u, x, plan, launch), expected)
 
 
 @pytest.mark.gpu
@@ -390,10 +379,6 @@ def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, he
     """The wide kernel's products by warpgroups (wgmma, n = 32, 16 and 8 columns), one or two
     chunks of products in flight, strides R = 2^q at q = 0, 1, middle and top, staged or not,
     special columns, in place."""
-    import cupy as cp
-
-    from gemm_backend.ozaki.gate import apply_fused_gate
-
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
     staged = staged and wide_launch(k, plan, True) is not None
     base = wide_launch(k, plan, staged, wgmma=True)
@@ -403,14 +388,10 @@ def test_wgmma_wide_kernel_equals_cpu_bit_for_bit(k, plan_args, warp_n_tiles, he
         pytest.skip(f"no wgmma launch of {warp_n_tiles} n-tiles per warpgroup at K = {k}")
     n_left, n_right = shape_of
     u = haar_unitary(k, rng)
-    x = _state(rng, (n_left, k, n_right), special=n_left > 1)
-    if n_left >= 4:
-        _with_subnormal_columns(x)
+    x = _strided_state(rng, (n_left, k, n_right))
     x *= 2.0 ** rng.integers(-30, 30, size=(n_left, 1, n_right))
     expected = _cpu_tiles(u, x, plan)
-    x_gpu = cp.asarray(x)
-    apply_fused_gate(cp.asarray(u), x_gpu, x_gpu, plan, launch)
-    assert same_bits(x_gpu.get(), expected)
+    assert same_bits(_fused_in_place(u, x, plan, launch), expected)
 
 
 @pytest.mark.gpu
