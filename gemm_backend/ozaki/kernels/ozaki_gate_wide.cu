@@ -297,18 +297,19 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
             unsigned words[2][SX];
             digit_fragment_words<SX>(parts[0], words[0]);
             digit_fragment_words<SX>(parts[1], words[1]);
-            uint2 *fragment = &column_digits[(item.kt * NTB + (item.n >> 3)) * 32 + 4 * mma_column_of(item.n & 7) + item.t];
+            // the 256 bytes of this item's n-tile and k-tile (digit 1), and its mma lane (item_g, t)
+            uint2 *n_tile = &column_digits[(item.kt * NTB + (item.n >> 3)) * 32];
+            const int item_g = mma_column_of(item.n & 7);
             if constexpr (WGMMA) {
-                unsigned *tile_words = (unsigned *)&column_digits[(item.kt * NTB + (item.n >> 3)) * 32];
 #pragma unroll
                 for (int p = 0; p < SX; ++p)
 #pragma unroll
                     for (int half = 0; half < 2; ++half)
-                        tile_words[p * KT * NTB * 64 + core_word_offset(mma_column_of(item.n & 7), item.t, half) / 4] =
-                            words[half][p];
+                        ((unsigned *)n_tile)[p * KT * NTB * 64 + core_word_offset(item_g, item.t, half) / 4] = words[half][p];
             } else {
 #pragma unroll
-                for (int p = 0; p < SX; ++p) fragment[p * KT * NTB * 32] = make_uint2(words[0][p], words[1][p]);
+                for (int p = 0; p < SX; ++p)
+                    n_tile[p * KT * NTB * 32 + 4 * item_g + item.t] = make_uint2(words[0][p], words[1][p]);
             }
         }
         if (WGMMA) fence_shared_for_wgmma();
