@@ -52,9 +52,9 @@ WIDE_TABLE_BYTES_PER_COLUMN = 4 + 4 + 8
 # Registers of the wide kernel's int32 diagonal sums per lane: WARP_NT n-tiles x 4 per diagonal.
 # Four n-tiles per warp (half the L2 reads of the gate's digits per product) while these stay
 # within WIDE_DIAGONAL_REGISTERS[K], else two (at most the tile's n-tiles); the next tile staged
-# in shared memory at K = 128 only. The shapes measured fastest on the H100 at K = 128, 256
-# (BENCHMARKS.md round 10, wide_variants.py); K = 512 takes K = 256's rule and K = 64 K = 128's,
-# staged, not yet measured.
+# in shared memory at K in WIDE_STAGED_DIMS only. The shapes measured fastest on the H100 at
+# K = 128, 256 (BENCHMARKS.md round 10, wide_variants.py); K = 512 takes K = 256's rule and
+# K = 64 K = 128's, staged, not yet measured.
 WIDE_DIAGONAL_REGISTERS = {64: 144, 128: 144, 256: 96, 512: 96}
 WIDE_STAGED_DIMS = (64, 128)
 # Gates of these sizes run packed in the K = PACKED_K kernel: PACKED_K / k of their columns (told
@@ -90,6 +90,7 @@ class Launch:
     blocks_per_sm: int = 1  # 2 caps the registers at 128 so that two blocks share a multiprocessor
     source: ClassVar[str] = "ozaki_gate.cu"
     definitions: ClassVar[tuple] = (f"-DMAX_WARPS_PER_BLOCK={MAX_WARPS}",)
+    arch: ClassVar = None  # cupy's own NVRTC target
 
     @property
     def threads(self) -> int:
@@ -332,7 +333,7 @@ def _kernel(source: str, name: str, definitions: tuple, arch):
 def kernel_of(launch):
     """The compiled kernel variant of a Launch or WideLaunch (cupy, or arch_kernel for an
     architecture-specific one, caches it across runs)."""
-    return _kernel(launch.source, launch.name, launch.definitions, getattr(launch, "arch", None))
+    return _kernel(launch.source, launch.name, launch.definitions, launch.arch)
 
 
 def build_kernel(launch) -> None:

@@ -34,7 +34,7 @@ def variants() -> list:
               for k, plan_args in ((64, (9, 128, 8, 10)), (128, (9, 256, 8, 10)), (256, (9, 512, 9, 11)),
                                    (512, (9, 1024, 9, 11)))]
     ozaki.append(dataclasses.replace(ozaki[-1], chunks_in_flight=2))
-    rows = [(launch.source, launch.name, launch.definitions, getattr(launch, "arch", None) or ARCH) for launch in ozaki]
+    rows = [(launch.source, launch.name, launch.definitions, launch.arch or ARCH) for launch in ozaki]
     rows += [("native_gate.cu", native_gate.launch_shape(*shape).name, native_gate.KERNEL_DEFINITIONS, ARCH)
              for shape in ((32, 2, False, 1), (16, 1, True, 2, 8))]
     rows += [("multiword_gate.cu", multiword_gate.plan_launch(k, k, accumulate).name, multiword_gate.KERNEL_DEFINITIONS,
