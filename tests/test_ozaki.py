@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import gemm_backend
+from circuits import haar_unitary
 from gemm_backend import BackendError
 from gemm_backend.arrays import gpu_available
 from gemm_backend.doubledouble import matmul_dd
@@ -421,7 +422,7 @@ def test_large_gates_option(rng):
     assert info["scheme"] == "ozaki2" and (info["moduli"], info["gaussian"]) == (16, True)
     worst_case = gemm_backend.get("int8-auto", bound="worst-case")
     worst_case.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
-    assert worst_case.last_call_info["scheme"] == "ozaki2" and worst_case.last_call_info["moduli"] == 13
+    assert worst_case.last_call_info["scheme"] == "ozaki1"  # 26 digit pairs model cheaper than 13 moduli
     assert gemm_backend.get("int8-9").large_gates == "ozaki1"
     assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
     with pytest.raises(BackendError, match="large_gates must be 'auto', 'ozaki1' or 'ozaki2', got 'crt'"):
@@ -432,15 +433,38 @@ def test_large_gates_option(rng):
         gemm_backend.get("int8-auto", target_error=1e-30, large_gates="ozaki2").apply_batched(u, x, np.empty_like(x))
 
 
+@pytest.mark.parametrize("target_error", [1e-10, 1e-12])
+def test_auto_at_512_takes_ozaki1_where_its_plan_models_cheaper(target_error, rng):
+    """large_gates="auto" at K = 512: the gate's Ozaki-I plan where cost.py models it cheaper
+    than the size's moduli (the bits of large_gates="ozaki1"), Ozaki-II otherwise."""
+    from gemm_backend.ozaki.cost import ozaki2_gate_passes, wide_gate_passes
+
+    u = haar_unitary(512, rng)
+    x = seed_paper_matrix(rng, (2, 512, 3), 1.0, True)
+    auto = gemm_backend.get("int8-auto", target_error=target_error)
+    plan, _ = auto.gate_plan(u)
+    moduli = auto.split_rule.ozaki2_gate(512)
+    assert wide_gate_passes(plan) < ozaki2_gate_passes(moduli.moduli, moduli.gaussian)
+    out, ozaki1 = np.empty_like(x), np.empty_like(x)
+    auto.apply_batched(u, x, out)
+    assert auto.last_call_info["scheme"] == "ozaki1" and auto.last_call_info["pairs"] == plan.pairs
+    gemm_backend.get("int8-auto", target_error=target_error, large_gates="ozaki1").apply_batched(u, x, ozaki1)
+    assert same_bits(out, ozaki1)
+    exact = np.einsum("ij,ljr->lir", u, x)
+    scale = np.linalg.norm(u, axis=1)[None, :, None] * np.linalg.norm(x, axis=1)[:, None, :]
+    assert 0 < (np.abs(out - exact) / scale).max() < target_error
+
+
 def test_every_gate_size_works_in_place_on_the_gpu():
     """works_in_place (GPU): every size, whatever the scheme (so the simulator takes no second
     state buffer for int8-auto); takes_scattered follows the scheme: the fused kernels up to
-    K = 256 on Ozaki-I, Ozaki-II's tiles through the transposed copy."""
+    K = 256 on Ozaki-I (K = 512 too where large_gates="ozaki1"; under "auto" its scheme depends on
+    the gate), Ozaki-II's tiles through the transposed copy."""
     from qsim.apply import plan_gate
     from qsim.simulator import wants_spare_buffer
 
     for options, scattered in [({}, (64, 128, 256)), ({"large_gates": "ozaki2"}, (64,)),
-                               ({"large_gates": "ozaki1"}, (64, 128, 256)), ({"fused": False}, ())]:
+                               ({"large_gates": "ozaki1"}, (64, 128, 256, 512)), ({"fused": False}, ())]:
         backend = gemm_backend.get("int8-auto", **options)
         for k in (64, 128, 256, 512, 1024):
             assert backend.works_in_place(k, True) and not backend.works_in_place(k, False), (options, k)

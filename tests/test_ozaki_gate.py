@@ -53,7 +53,7 @@ def test_launch_limits():
     assert (sixteen.n_tiles, sixteen.prefetch, sixteen.blocks_per_sm) == (2, False, 2)
     assert plan_launch(32, plan_products(7, 64), prefetch=True).prefetch
     assert plan_launch(64, plan_products(7, 128)).blocks_per_sm == 2  # seven gate digits fit twice
-    assert plan_launch(512, plan_products(7, 1024)) is None  # K = 512 stays on the tile path until measured
+    assert isinstance(plan_launch(512, plan_products(7, 1024)), WideLaunch)  # int8-auto chooses it by cost (cost.py)
     assert plan_launch(32, plan_products(17, 64)) is None  # more state digits than the kernel keeps
     big = plan_launch(64, plan_products(13, 128))
     assert big is not None and big.shared_bytes <= 227 * 1024 and big.blocks_per_sm == 1
@@ -62,7 +62,7 @@ def test_launch_limits():
 def test_wide_launch_limits():
     """K = 128, 256 take the wide kernel while the tile's column digits fit in shared memory;
     four n-tiles per warp only where the diagonal sums leave registers for them and the tile has
-    four; K = 512 (16 columns a tile) through wide_launch only."""
+    four; K = 512 with 32 columns a tile where their digits fit, else 16."""
     seven = plan_launch(128, plan_products(9, 256, 8, 10), wgmma=False)
     assert isinstance(seven, WideLaunch) and (seven.warp_n_tiles, seven.gate_digits_held, seven.staged) == (4, 3, True)
     # chunks 10, 9, ..., 4 and (3, 2)
@@ -74,14 +74,15 @@ def test_wide_launch_limits():
     assert wide_launch(256, plan_products(5, 512, 5, 7), staged=True, wgmma=False).staged  # fits, though slower
     two = wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2)
     assert (two.warp_n_tiles, two.staged, two.shared_bytes) == (1, False, 9 * 512 * 16 + 12 * 256 + 16 * 16)
-    assert wide_launch(256, plan_products(9, 512, 9, 11), blocks_per_sm=2) is None  # 32 columns' digits fit once
+    assert wide_launch(256, plan_products(9, 512, 9, 11), blocks_per_sm=2).columns == 16  # 32 columns' digits fit once
     assert plan_launch(128, plan_products(12, 256), wgmma=False).warp_n_tiles == 2  # 23 diagonals
     assert plan_launch(256, plan_products(13, 512)).shared_bytes <= 227 * 1024
-    assert plan_launch(256, plan_products(14, 512)) is None  # 14 state digits of 32 columns do not fit
+    assert plan_launch(256, plan_products(14, 512)).columns == 16  # 14 state digits of 32 columns do not fit
     nine = wide_launch(512, plan_products(9, 1024, 9, 10), wgmma=False)
     assert (nine.columns, nine.warp_n_tiles, nine.gate_digits_held, nine.staged) == (16, 2, 9, False)
     assert nine.shared_bytes == 9 * 1024 * 16 + 12 * 512 + 16 * 16
-    assert wide_launch(512, plan_products(5, 1024, 5, 7), wgmma=False).warp_n_tiles == 2  # the tile's two n-tiles
+    five_at_512 = wide_launch(512, plan_products(5, 1024, 5, 7), wgmma=False)
+    assert (five_at_512.columns, five_at_512.warp_n_tiles) == (32, 4)  # five digits of 32 columns fit
     assert wide_launch(512, plan_products(13, 1024)).shared_bytes <= 227 * 1024
     assert wide_launch(512, plan_products(14, 1024)) is None
     # wgmma (the default on Hopper): four n-tiles per warpgroup up to ten diagonals, three gate
@@ -90,7 +91,11 @@ def test_wide_launch_limits():
                                   (512, (9, 9, 11), 2)]:
         launch = wide_launch(k, plan_products(plan_args[0], 2 * k, *plan_args[1:]), wgmma=True)
         assert (launch.wgmma, launch.warp_n_tiles, launch.gate_digits_held, launch.arch) == (True, n_tiles, 3, "sm_90a")
-    assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true, 1>")
+    # two chunks of products in flight from K = 256 on
+    assert plan_launch(256, plan_products(9, 512, 9, 11), wgmma=True).name.endswith(", 32, 4, 3, false, 1, true, 2>")
+    assert plan_launch(128, plan_products(9, 256, 8, 10), wgmma=True).chunks_in_flight == 1
+    five_by_warpgroups = plan_launch(512, plan_products(5, 1024, 5, 7), wgmma=True)
+    assert (five_by_warpgroups.columns, five_by_warpgroups.warp_n_tiles, five_by_warpgroups.chunks_in_flight) == (32, 4, 2)
     assert wide_launch(128, plan_products(9, 256, 8, 10), wgmma=True).staged
     assert wide_launch(256, plan_products(9, 512, 9, 11), columns=16, blocks_per_sm=2, wgmma=True) is None
     assert [wgmma_fits(n, 32) for n in (1, 2, 4)] == [False, True, True] and wgmma_fits(1, 16)
@@ -278,6 +283,19 @@ def test_fused_auto_matches_cpu_and_reports_the_same_plan(rng):
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto"), u, x)
     assert same_bits(got, expected)
     assert {k: v for k, v in gpu_info.items() if k != "kernel"} == {k: v for k, v in cpu_info.items() if k != "kernel"}
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("target_error, scheme, kernel", [(1e-10, "ozaki1", "fused"), (None, "ozaki2", "ozaki2")])
+def test_auto_at_512_runs_the_cheaper_scheme_with_the_cpus_bits(target_error, scheme, kernel, rng):
+    """At K = 512 int8-auto takes the wide kernel for a plan the cost model finds cheaper than
+    Ozaki-II (--target-error 1e-10) and Ozaki-II for the FP64 contract's plan, on both devices."""
+    u = haar_unitary(512, rng)
+    x = _state(rng, (3, 512, 16), special=True)  # R a power of two: the fused kernels' views
+    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto", target_error=target_error), u, x)
+    assert cpu_info["scheme"] == gpu_info["scheme"] == scheme and gpu_info["kernel"] == kernel
+    assert same_bits(got, expected)
 
 
 @pytest.mark.gpu
@@ -523,12 +541,15 @@ def test_host_fused_launch_shapes_and_prefetch(host_kernel, d, n_tiles, prefetch
     (128, (4, 12, 9), {"warp_n_tiles": 2, "gate_digits_held": 9}),
     (256, (5, 5, 7), {}),  # four n-tiles per warp, not staged
     (256, (3, 4, 6), {"warp_n_tiles": 2, "gate_digits_held": 2}),
-    (512, (3, 3, 4), {}),  # 16 columns a tile, two n-tiles per warp
-    (512, (4, 3, 5), {"warp_n_tiles": 1, "gate_digits_held": 2}),
+    (512, (3, 3, 4), {}),  # 32 columns a tile, four n-tiles per warp
+    (512, (3, 3, 4), {"columns": 16}),  # two n-tiles per warp
+    (512, (4, 3, 5), {"columns": 16, "warp_n_tiles": 1, "gate_digits_held": 2}),
     # wgmma: warpgroups of four warps over four m-tiles, the column digits as core matrices
     (128, (9, 8, 10), {"wgmma": True}),  # n32, staged
     (256, (5, 5, 7), {"wgmma": True, "warp_n_tiles": 2, "gate_digits_held": 5}),  # n16, two warpgroups per m-tiles
-    (512, (3, 3, 4), {"wgmma": True, "warp_n_tiles": 1}),  # n8, two warpgroups per m-tiles
+    (512, (3, 3, 4), {"columns": 16, "wgmma": True, "warp_n_tiles": 1}),  # n8, two warpgroups per m-tiles
+    (512, (5, 5, 7), {"wgmma": True, "chunks_in_flight": 2}),  # int8-auto's launch for --target-error 1e-10 at d = 9
+    (512, (9, 9, 11), {"wgmma": True, "chunks_in_flight": 2}),  # the FP64 contract's plan at d = 9: 16 columns
     # two chunks of products in flight, two sets of gate-digit registers in turn
     (128, (9, 8, 10), {"wgmma": True, "chunks_in_flight": 2}),  # three chunks per k-tile: sets alternate per k-tile
     (64, (9, 8, 10), {}),  # 64 columns a tile, two warps per m-tile, staged
@@ -540,9 +561,10 @@ def test_host_wide_kernel_equals_cpu_bit_for_bit(host_kernel, k, plan_args, shap
     20 at K = 512; one block: each tile stages the next), zero, subnormal and threshold columns,
     in place."""
     plan = plan_products(plan_args[0], 2 * k, *plan_args[1:])
-    launch = wide_launch(k, plan, wgmma=False)
-    launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged), wgmma=False),
-                                 **{key: value for key, value in shape.items() if key != "staged"})
+    launch = wide_launch(k, plan, columns=shape.get("columns"), wgmma=False)
+    launch = dataclasses.replace(wide_launch(k, plan, staged=shape.get("staged", launch.staged), columns=launch.columns,
+                                             wgmma=False),
+                                 **{key: value for key, value in shape.items() if key not in ("staged", "columns")})
     u = haar_unitary(k, rng)
     x = _with_subnormal_columns(_state(rng, (35 if k < 512 else 20, k, 1), special=True))
     expected = _cpu_tiles(u, x, plan)

@@ -12,13 +12,16 @@ rows, and column j of B becomes two rows of an embedded B^T, [Re b_j, -Im b_j] a
 of C already interleaved. Re = ArBr - AiBi and Im = ArBi + AiBr are then exact in int32.
 
 How many digits, and which scheme: the backend's split rule (rules.py: fixed, rho, target,
-fp64). Under the fp64 and target rules, gates from K = OZAKI2_FROM_K run on Ozaki-II
-(crt_backend.py, the fewest moduli that meet the rule; large_gates=), which is faster there on
-the H100 (BENCHMARKS.md); the choice depends on K alone, so CPU and GPU give the same bits.
+fp64). Under the fp64 and target rules (large_gates="auto"), gates above K = WIDE_GATE_K run on
+Ozaki-II (crt_backend.py, the fewest moduli that meet the rule), which is faster there on the
+H100 (BENCHMARKS.md), and gates of K = WIDE_GATE_K on the scheme the gate cost model
+(cost.py) finds cheaper for the gate's Ozaki-I plan and the size's moduli. The choice depends on
+the gate alone, so CPU and GPU give the same bits.
 
 Where the work runs:
 - apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernels
-  (gate.py) for K <= 256, in place, every amplitude read and written once.
+  (gate.py) for K <= 512 (scattered targets: below K = WIDE_GATE_K under large_gates="auto"), in
+  place, every amplitude read and written once.
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
@@ -31,6 +34,7 @@ from ..base import GemmBackend, check_matmul_operands
 from ..errors import BackendError
 from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
 from ..workspace import Workspace
+from .cost import WIDE_GATE_K, ozaki2_gate_passes, wide_gate_passes
 from .crt_backend import OzakiCrtBackend
 from .gate import FUSED_DIMS, WIDE_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan
@@ -39,7 +43,6 @@ from .span_scan import scan_gpu
 from .split import bits_per_slice, row_exponents
 from .tiles import a_row_bytes, b_row_bytes, b_tiles, embedded_b_rows, multiply, steps, tile_sizes
 
-OZAKI2_FROM_K = 512  # large_gates="auto": Ozaki-II from this gate size (module docstring)
 TYPICAL_DIGIT_PAIRS = 43  # digit products of a default gate plan (8-9 x 8 digits, diagonals to 10), for gate_passes
 FALLBACK_INFO = {"splits": None, "fallback": "zgemm"}
 
@@ -59,10 +62,11 @@ class OzakiBackend(GemmBackend):
         workspace_bytes: working memory of the tile path (default: module docstring).
         fused: use the fused gate kernel on the GPU where it applies (default True).
         large_gates: the scheme of apply_batched for gates above K = 64:
-            "auto" (int8-auto's default with the fp64 and target rules: Ozaki-II from
-            K = OZAKI2_FROM_K, where it was measured faster), "ozaki2" (every such gate) or
-            "ozaki1" (the only one for fixed splits and rho). The choice depends on K alone, so
-            the CPU and GPU paths still give the same bits.
+            "auto" (int8-auto's default with the fp64 and target rules: Ozaki-II above
+            K = WIDE_GATE_K, and at it where the gate cost model finds it cheaper than the
+            gate's Ozaki-I plan), "ozaki2" (every such gate) or "ozaki1" (the only one for
+            fixed splits and rho). The choice depends on the gate alone, so the CPU and GPU
+            paths still give the same bits.
 
     matmul(a, b): (m, k) @ (k, n); complex128 result when either input is complex, float64
     when both are real. last_call_info: {"scheme": "ozaki1", "splits": max(s_a, s_b),
@@ -171,10 +175,10 @@ class OzakiBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        if self._takes_ozaki2(k):
+        choice = None if self._ozaki2_only(k) else self._choice_of(u, x)
+        if self._takes_ozaki2(k, choice):
             self._apply_ozaki2(u, x, out, on_gpu)
             return
-        choice = self._choice_of(u, x)
         if choice.scheme is None:  # no plan meets the rule: native, as matmul does
             _native_apply(u, x, out)
             self._finish(None, choice, "zgemm")
@@ -191,7 +195,7 @@ class OzakiBackend(GemmBackend):
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
         """The fused kernel addresses any targets; the rho rule needs the state's columns as a view."""
         return (on_gpu and self.fused and self.split_rule.plans_from_gate and k in FUSED_DIMS + WIDE_DIMS
-                and not self._takes_ozaki2(k))
+                and not self._ozaki2_only(k) and not (self.large_gates == AUTO and k >= WIDE_GATE_K))
 
     def apply_scattered(self, u, state, targets) -> bool:
         """The fused kernel on the columns at `targets` (GemmBackend.apply_scattered), with the plan
@@ -208,10 +212,24 @@ class OzakiBackend(GemmBackend):
         self._finish(None, choice, "fused", gate=True)
         return True
 
-    def _takes_ozaki2(self, k: int) -> bool:
+    def _ozaki2_only(self, k: int) -> bool:
+        """Whether every gate of size k runs on Ozaki-II (large_gates), whatever its Ozaki-I plan."""
         if self.large_gates == AUTO:
-            return k >= OZAKI2_FROM_K
+            return k > WIDE_GATE_K
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
+
+    def _takes_ozaki2(self, k: int, choice) -> bool:
+        """Whether a gate of size k whose Ozaki-I Choice is `choice` (None where _ozaki2_only) runs on
+        Ozaki-II: at K = WIDE_GATE_K under large_gates="auto" where it has no Ozaki-I plan or the
+        cost model (cost.py) finds Ozaki-II's moduli no dearer than the plan's digit pairs."""
+        if choice is None or self._ozaki2_only(k):
+            return True
+        if self.large_gates != AUTO or k < WIDE_GATE_K:
+            return False
+        if choice.plan is None:
+            return True
+        ozaki2 = self.split_rule.ozaki2_gate(k)
+        return ozaki2_gate_passes(ozaki2.moduli, ozaki2.gaussian) <= wide_gate_passes(choice.plan)
 
     def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
         choice = self.split_rule.ozaki2_gate(x.shape[1])
@@ -245,10 +263,12 @@ class OzakiBackend(GemmBackend):
     def prepare(self, u) -> None:
         """Choose u's plan now (the fp64 and target rules look at the gate alone), for
         apply_batched, and build the fused kernel variant that plan compiles to."""
-        if self.split_rule.may_take_ozaki2 and not self._takes_ozaki2(u.shape[0]):
+        k = u.shape[0]
+        if self.split_rule.may_take_ozaki2 and not self._ozaki2_only(k):
             choice = self.split_rule.gate_choice(u)
             self._prepared[id(u)] = (u, choice)
-            launch = plan_launch(u.shape[0], choice.plan) if is_gpu_array(u) and self.fused and choice.plan is not None else None
+            runs_fused = is_gpu_array(u) and self.fused and not self._takes_ozaki2(k, choice)
+            launch = plan_launch(k, choice.plan) if runs_fused and choice.plan is not None else None
             if launch is not None:
                 build_kernel(launch)
 

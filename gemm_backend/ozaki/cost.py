@@ -1,4 +1,4 @@
-"""The cost model int8-auto uses to choose between Ozaki-I and Ozaki-II for matmul.
+"""The cost models int8-auto uses to choose between Ozaki-I and Ozaki-II, for matmul and for gates.
 
 Both schemes are unfused on this path: INT8 GEMMs on the tensor cores, and per-element passes
 through device memory around them. The model counts both, in seconds of an H100:
@@ -21,6 +21,17 @@ modulus) and Ozaki-I tiles (per element and digit pair beside the GEMMs), BENCHM
 two schemes; it is not a timing prediction to report. Only the ratio of the two sides matters,
 so on the CPU (where neither runs fast) the same choice is made, and the bits of a call do not
 depend on the device.
+
+Gates of K = WIDE_GATE_K (int8-auto's large gates, backend.py): the fused wide Ozaki-I kernel
+(gate.py) against the Ozaki-II gate path, in passes over the state (gate_cost.py), fitted to the
+H100 at N = 30 (BENCHMARKS.md round 13, first target 0):
+
+    wide Ozaki-I (P digit pairs)   WIDE_GATE_FIXED_PASSES + P * WIDE_GATE_PASSES_PER_PAIR
+                                   (9.2 passes at P = 19, 19.8 at P = 53)
+    Ozaki-II (M moduli)            M * (2 on Gaussian moduli, else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
+                                   (17.8 passes at 16 Gaussian moduli, 18.5 at 11 others)
+
+Like the matmul model it ranks; the choice depends on the plan and the moduli alone.
 """
 from .plan import ProductPlan
 
@@ -29,6 +40,10 @@ INT8_HALF_RATE_INNER = 300
 OZAKI1_ELEMENT_PAIR_SECONDS = 2.2e-12
 OZAKI2_RESIDUE_SECONDS = 4.1e-12
 OZAKI2_RECONSTRUCT_SECONDS = 7.1e-12
+WIDE_GATE_K = 512
+WIDE_GATE_FIXED_PASSES = 3.3
+WIDE_GATE_PASSES_PER_PAIR = 0.31
+OZAKI2_GATE_PASSES_PER_PRODUCT = 0.56
 
 
 def int8_seconds(operations: float, inner: int) -> float:
@@ -59,3 +74,13 @@ def ozaki2_seconds(moduli: int, m: int, k: int, n: int, is_complex: bool, gaussi
     gemms = int8_seconds(2.0 * moduli * products * m * k * n, k)
     elements = moduli * per_element * ((m * k + k * n) * OZAKI2_RESIDUE_SECONDS + m * n * OZAKI2_RECONSTRUCT_SECONDS)
     return gemms + elements
+
+
+def wide_gate_passes(plan: ProductPlan) -> float:
+    """Modelled passes of the wide Ozaki-I gate kernel at K = WIDE_GATE_K under `plan`."""
+    return WIDE_GATE_FIXED_PASSES + plan.pairs * WIDE_GATE_PASSES_PER_PAIR
+
+
+def ozaki2_gate_passes(moduli: int, gaussian: bool) -> float:
+    """Modelled passes of an Ozaki-II gate at K = WIDE_GATE_K on `moduli` moduli."""
+    return moduli * (2 if gaussian else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT

@@ -8,9 +8,11 @@ diagonal sums, FP64 accumulation, one write. Their bits equal the numpy specific
 B = the gate (plan.b_slices digits).
 
 Two kernels: for K <= 64 (FUSED_DIMS) a quad of lanes holds a column's digits in registers and the
-gate's digits sit in shared memory (Launch); for K = 128, 256 (WIDE_DIMS) a block makes the digits
+gate's digits sit in shared memory (Launch); for K = 128 .. 512 (WIDE_DIMS) a block makes the digits
 of WIDE_COLUMNS[K] columns in shared memory and reads the gate's digits through L2 (WideLaunch).
-The wide kernel also takes K = 64 and 512 (WIDE_UNMEASURED_DIMS: wide_launch only, not yet routed).
+The wide kernel also takes K = 64 (WIDE_UNMEASURED_DIMS: wide_launch only, slower than the fused
+kernel there). At K = 512 int8-auto runs it only for plans the cost model finds cheaper than
+Ozaki-II (cost.py).
 """
 import functools
 from dataclasses import dataclass
@@ -25,16 +27,15 @@ from .split import row_exponents, split_rows
 from ..target_layout import ADDRESS_TABLE_BYTES, launch_layout, pack_targets, packed_gate
 
 FUSED_DIMS = (2, 4, 8, 16, 32, 64)
-WIDE_DIMS = (128, 256)
-# Sizes the wide kernel takes (wide_launch, the tests) that plan_launch does not route to it yet:
-# at K = 512 its speed against the tiles is not measured (BENCHMARKS.md round 11 estimates it),
-# at K = 64 against the fused kernel (round 12: with wgmma its products could take 12.9 ms of the
-# fused kernel's 34.9 at N = 30, if the gate's digits read through L2 for every tile keep up).
-WIDE_UNMEASURED_DIMS = (64, 512)
+WIDE_DIMS = (128, 256, 512)
+# A size the wide kernel takes (wide_launch, the tests) that plan_launch does not route to it: at
+# K = 64 the fused kernel is faster (BENCHMARKS.md round 13: 3.03 passes against 3.37 at N = 30).
+WIDE_UNMEASURED_DIMS = (64,)
 # Columns of the wide kernel's block tile (NB) by K: 32; 64 at K = 64, where they halve the L2
-# reads of the gate's digits and still fit; 16 at K = 512, where the column digits of 32 columns
-# would exceed the shared memory (a plan's 9 digits: 295 KB).
-WIDE_COLUMNS = {64: 64, 128: 32, 256: 32, 512: 16}
+# reads of the gate's digits and still fit. Where the column digits do not fit in shared memory
+# (K = 512 with 9 digits: 295 KB), half as many, down to WIDE_MIN_COLUMNS.
+WIDE_COLUMNS = {64: 64, 128: 32, 256: 32, 512: 32}
+WIDE_MIN_COLUMNS = 16
 WIDE_WARPS = 8
 # The wide kernel's products by warpgroups (wgmma) where the GPU has them: Hopper (compute
 # capability 9.0, NVRTC target sm_90a). Four n-tiles per warpgroup while ptxas keeps the diagonal
@@ -45,6 +46,9 @@ WGMMA_ARCH = "sm_90a"
 WGMMA_CAPABILITY = 90
 WGMMA_DIAGONAL_REGISTERS = 160
 WGMMA_GATE_DIGITS_HELD = 3
+# Two chunks of wgmma products in flight (two register sets of gate digits) from this K on: 3-12%
+# faster at K = 256, 512, no faster at K = 128 (BENCHMARKS.md round 13).
+WGMMA_TWO_CHUNKS_FROM_K = 256
 # The wide kernel's WideTables per gate amplitude (its offset and the exponent of its embedded
 # rows) and per tile column (offset, exponent, largest |value|); the kernel asserts the sum.
 WIDE_TABLE_BYTES_PER_AMPLITUDE = 8 + 4
@@ -175,14 +179,18 @@ def wgmma_here() -> bool:
 
 def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_per_sm: int = 1, wgmma: bool = None):
     """The WideLaunch for a gate of size k in WIDE_DIMS + WIDE_UNMEASURED_DIMS under `plan`
-    (columns: WIDE_COLUMNS[k] by default), or None when its column digits do not fit in shared
-    memory (blocks_per_sm times); staged by default at K in WIDE_STAGED_DIMS where the stage fits
-    beside them. Two blocks per multiprocessor take one n-tile per warp (their 128 registers hold
-    no more diagonal sums). wgmma: products by warpgroups (by default where the GPU has them,
-    one block per multiprocessor; None for two blocks, whose 128 registers would not hold the
-    sums, or where its warps cannot split the columns, wgmma_fits)."""
-    columns = WIDE_COLUMNS[k] if columns is None else columns
+    (columns: WIDE_COLUMNS[k] by default, halved down to WIDE_MIN_COLUMNS where their digits do
+    not fit), or None when its column digits do not fit in shared memory (blocks_per_sm times);
+    staged by default at K in WIDE_STAGED_DIMS where the stage fits beside them. Two blocks per
+    multiprocessor take one n-tile per warp (their 128 registers hold no more diagonal sums).
+    wgmma: products by warpgroups (by default where the GPU has them, one block per
+    multiprocessor; None for two blocks, whose 128 registers would not hold the sums, or where its
+    warps cannot split the columns, wgmma_fits), two chunks in flight from WGMMA_TWO_CHUNKS_FROM_K."""
     limit = shared_limit(blocks_per_sm)
+    if columns is None:
+        columns = WIDE_COLUMNS[k]
+        while columns > WIDE_MIN_COLUMNS and wide_shared_bytes(k, plan.a_slices, False, columns) > limit:
+            columns //= 2
     if staged is None:
         staged = k in WIDE_STAGED_DIMS and wide_shared_bytes(k, plan.a_slices, True, columns) <= limit
     shared = wide_shared_bytes(k, plan.a_slices, staged, columns)
@@ -202,8 +210,9 @@ def wide_launch(k: int, plan, staged: bool = None, columns: int = None, blocks_p
         else:
             warp_n_tiles = min(4 if 4 * 4 * diagonals <= WIDE_DIAGONAL_REGISTERS[k] else 2, columns // 8)
         held = min(plan.b_slices, 9 if warp_n_tiles == 2 else 3)
+    in_flight = 2 if wgmma and k >= WGMMA_TWO_CHUNKS_FROM_K else 1
     return WideLaunch(k, plan.a_slices, plan.b_slices, plan.top, chunk_mask(plan), warp_n_tiles, held, staged,
-                      shared, columns, blocks_per_sm, wgmma)
+                      shared, columns, blocks_per_sm, wgmma, in_flight)
 
 
 def tiles(k: int) -> tuple:
