@@ -72,10 +72,12 @@ def first_targets(n_qubits: int, d: int, names) -> list:
     return sorted({q for q in targets if 0 <= q <= n_qubits - d})
 
 
-def variant_arguments(description: str, qubits: int, gate_sizes: list):
+def variant_arguments(description: str, qubits: int, gate_sizes: list, shapes: bool = False):
     """The parsed command line of a launch-variant script: --qubits, --gate-sizes, --targets
-    (first_targets names) and --repeats."""
+    (first_targets names), --repeats and, with shapes, --shapes (launch tags to keep, all if absent)."""
     parser = argparse.ArgumentParser(description=description)
+    if shapes:
+        parser.add_argument("--shapes", nargs="+", help="tags of the launches to time (say W4Q3sN32B1g2)")
     parser.add_argument("--qubits", type=int, default=qubits)
     parser.add_argument("--gate-sizes", type=int, nargs="+", default=gate_sizes)
     parser.add_argument("--targets", nargs="+", default=["0", "1", "12", "top"])

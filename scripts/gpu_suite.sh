@@ -20,6 +20,9 @@ git log -1 --format=%H 2>/dev/null | tee -a "$out/device.txt"
 # pytest-xdist (its wheel and execnet's in .whl/) runs the tests on GPU_TEST_WORKERS processes (default 8:
 # the largest gpu test state is 1 GiB; each worker compiles the kernel variants it meets).
 workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n "${GPU_TEST_WORKERS:-8}")
+# one BLAS thread per worker: the tests' CPU references (numpy matmuls) on every worker's default
+# thread count oversubscribe the cores many times over
+[[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 if [[ $what == tests || $what == all ]]; then
   python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" tests 2>&1 | tee "$out/gpu_tests.log" | tail -40
 fi

@@ -6,6 +6,7 @@ at K = 64 beside the fused kernel's default launch (tag "fused"). The default sh
 the fastest is starred. Prints one short table.
 
     python scripts/dev/wide_variants.py --qubits 30 --gate-sizes 6 7 8 9 --targets 0 12 top
+    python scripts/dev/wide_variants.py --gate-sizes 7 --shapes W4Q3sN32B1g W4Q3sN32B1g2
 """
 import dataclasses
 import itertools
@@ -40,7 +41,7 @@ def wide_gate_cases(state, n_qubits: int, gate_sizes, targets, seed: int = 1):
 
 
 def main():
-    args = variant_arguments(__doc__.splitlines()[0], 30, [7, 8])
+    args = variant_arguments(__doc__.splitlines()[0], 30, [7, 8], shapes=True)
     state, floor = gpu_state_and_floor(args.qubits)
     flag = cp.zeros(1, cp.int32)
     print(f"N={args.qubits} floor {floor * 1e3:.2f} ms")
@@ -59,8 +60,11 @@ def main():
             held = min(held, plan.b_slices)
             launch = dataclasses.replace(base, warp_n_tiles=warp_n_tiles, gate_digits_held=held, wgmma=wgmma,
                                          chunks_in_flight=max(1, in_flight))
-            tag = (f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}"
-                   f"{'' if not wgmma else 'g' if in_flight == 1 else 'g2'}{'d' if launch == default else ''}")
+            shape = (f"W{warp_n_tiles}Q{held}{'s' if staged else ''}N{columns}B{blocks}"
+                     f"{'' if not wgmma else 'g' if in_flight == 1 else 'g2'}")
+            if args.shapes and shape not in args.shapes:
+                continue
+            tag = shape + ("d" if launch == default else "")
             variants.append((tag, lambda launch=launch, u=u, plan=plan, view=view:
                              apply_fused_gate(u, view, view, plan, launch, flag)))
         print(f"{label}  {variant_cells(variants, floor, args.repeats)}", flush=True)
