@@ -422,7 +422,7 @@ def test_large_gates_option(rng):
     assert info["scheme"] == "ozaki2" and (info["moduli"], info["gaussian"]) == (16, True)
     worst_case = gemm_backend.get("int8-auto", bound="worst-case")
     worst_case.apply_batched(big, x_big, np.empty((1, 512, 2), complex))
-    assert worst_case.last_call_info["scheme"] == "ozaki1"  # 26 digit pairs model cheaper than 13 moduli
+    assert worst_case.last_call_info["scheme"] == "ozaki1"  # its plan models cheaper than 13 moduli
     assert gemm_backend.get("int8-9").large_gates == "ozaki1"
     assert gemm_backend.get("int8-auto", rho=1.0).large_gates == "ozaki1"
     with pytest.raises(BackendError, match="large_gates must be 'auto', 'ozaki1' or 'ozaki2', got 'crt'"):
@@ -453,6 +453,21 @@ def test_auto_at_512_takes_ozaki1_where_its_plan_models_cheaper(target_error, rn
     exact = np.einsum("ij,ljr->lir", u, x)
     scale = np.linalg.norm(u, axis=1)[None, :, None] * np.linalg.norm(x, axis=1)[:, None, :]
     assert 0 < (np.abs(out - exact) / scale).max() < target_error
+
+
+def test_auto_at_512_takes_the_scheme_that_meets_the_target(rng):
+    """A target no Ozaki-I plan meets runs on Ozaki-II's moduli at K = 512 (prepare() too); one
+    that neither meets is refused with the rule's message before any work."""
+    u = haar_unitary(512, rng)
+    x = seed_paper_matrix(rng, (1, 512, 2), 1.0, True)
+    backend = gemm_backend.get("int8-auto", target_error=1e-17)
+    with pytest.raises(BackendError, match="no INT8 plan with at most 18 digits"):
+        backend.gate_plan(u)
+    backend.prepare(u)
+    backend.apply_batched(u, x, np.empty_like(x))
+    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 17
+    with pytest.raises(BackendError, match="meets target_error=1e-30; raise the target"):
+        gemm_backend.get("int8-auto", target_error=1e-30).prepare(u)
 
 
 def test_every_gate_size_works_in_place_on_the_gpu():

@@ -175,9 +175,9 @@ class OzakiBackend(GemmBackend):
         n_left, k, n_right = x.shape
         self._count(n_left * n_right, k, k)
         on_gpu = is_gpu_array(x)
-        choice = None if self._ozaki2_only(k) else self._choice_of(u, x)
-        if self._takes_ozaki2(k, choice):
-            self._apply_ozaki2(u, x, out, on_gpu)
+        choice = self._choice_of(u, x)
+        if choice.scheme == OZAKI2:
+            self._apply_ozaki2(choice, u, x, out, on_gpu)
             return
         if choice.scheme is None:  # no plan meets the rule: native, as matmul does
             _native_apply(u, x, out)
@@ -218,21 +218,33 @@ class OzakiBackend(GemmBackend):
             return k > WIDE_GATE_K
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
 
-    def _takes_ozaki2(self, k: int, choice) -> bool:
-        """Whether a gate of size k whose Ozaki-I Choice is `choice` (None where _ozaki2_only) runs on
-        Ozaki-II: at K = WIDE_GATE_K under large_gates="auto" where it has no Ozaki-I plan or the
-        cost model (cost.py) finds Ozaki-II's moduli no dearer than the plan's digit pairs."""
-        if choice is None or self._ozaki2_only(k):
-            return True
+    def _gate_choice(self, u, x=None) -> Choice:
+        """The Choice of gate u (K, K) on state views x: the rule's Ozaki-I plan (or native product),
+        or Ozaki-II's moduli where large_gates sends the gate there (class docstring)."""
+        k = u.shape[0]
+        if self._ozaki2_only(k):
+            return self.split_rule.ozaki2_gate(k)
         if self.large_gates != AUTO or k < WIDE_GATE_K:
-            return False
-        if choice.plan is None:
-            return True
-        ozaki2 = self.split_rule.ozaki2_gate(k)
-        return ozaki2_gate_passes(ozaki2.moduli, ozaki2.gaussian) <= wide_gate_passes(choice.plan)
+            return self.split_rule.gate_choice(u, x)
+        return self._cheaper_scheme(u)
 
-    def _apply_ozaki2(self, u, x, out, on_gpu: bool) -> None:
-        choice = self.split_rule.ozaki2_gate(x.shape[1])
+    def _cheaper_scheme(self, u) -> Choice:
+        """At K = WIDE_GATE_K under large_gates="auto": the gate's Ozaki-I plan where the cost model
+        (cost.py) finds it cheaper than the size's Ozaki-II moduli, or where no moduli meet the
+        rule; Ozaki-II where they are no dearer or the rule has no Ozaki-I plan. The rule's
+        error where neither scheme meets it."""
+        ozaki1, ozaki1_error = _attempt(self.split_rule.gate_choice, u)
+        ozaki2, ozaki2_error = _attempt(self.split_rule.ozaki2_gate, u.shape[0])
+        if ozaki1 is not None and ozaki1.plan is None:  # the fp64 rule: no plan within its digits
+            ozaki1, ozaki1_error = None, ozaki2_error
+        if ozaki1 is None or ozaki2 is None:
+            if ozaki1 is None and ozaki2 is None:
+                raise ozaki1_error
+            return ozaki1 or ozaki2
+        cheaper = ozaki2_gate_passes(ozaki2.moduli, ozaki2.gaussian) <= wide_gate_passes(ozaki1.plan)
+        return ozaki2 if cheaper else ozaki1
+
+    def _apply_ozaki2(self, choice: Choice, u, x, out, on_gpu: bool) -> None:
         self._ozaki2_backend(choice, Workspace(self.workspace.for_call(on_gpu))).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
@@ -256,19 +268,19 @@ class OzakiBackend(GemmBackend):
         return choice.plan, choice
 
     def _choice_of(self, u, x=None) -> Choice:
-        """The Choice prepare() kept for this u object, else the rule's for u (and x)."""
+        """The Choice prepare() kept for this u object, else _gate_choice's for u (and x)."""
         prepared = self._prepared.get(id(u))
-        return prepared[1] if prepared is not None and prepared[0] is u else self.split_rule.gate_choice(u, x)
+        return prepared[1] if prepared is not None and prepared[0] is u else self._gate_choice(u, x)
 
     def prepare(self, u) -> None:
         """Choose u's plan now (the fp64 and target rules look at the gate alone), for
         apply_batched, and build the fused kernel variant that plan compiles to."""
         k = u.shape[0]
         if self.split_rule.may_take_ozaki2 and not self._ozaki2_only(k):
-            choice = self.split_rule.gate_choice(u)
+            choice = self._gate_choice(u)
             self._prepared[id(u)] = (u, choice)
-            runs_fused = is_gpu_array(u) and self.fused and not self._takes_ozaki2(k, choice)
-            launch = plan_launch(k, choice.plan) if runs_fused and choice.plan is not None else None
+            fused = is_gpu_array(u) and self.fused and choice.scheme == OZAKI1
+            launch = plan_launch(k, choice.plan) if fused else None
             if launch is not None:
                 build_kernel(launch)
 
@@ -376,6 +388,14 @@ class OzakiBackend(GemmBackend):
             self.pair_count += plan.pairs
         self.last_call_info = info
         return out
+
+
+def _attempt(choose, argument):
+    """(choose(argument), None), or (None, the BackendError it raised)."""
+    try:
+        return choose(argument), None
+    except BackendError as error:
+        return None, error
 
 
 def _require_finite(finite, name: str) -> None:
