@@ -300,6 +300,29 @@ def test_auto_at_512_runs_the_cheaper_scheme_with_the_cpus_bits(target_error, sc
 
 @pytest.mark.gpu
 @requires_gpu
+def test_auto_at_512_takes_scattered_targets_on_ozaki1_only(rng):
+    """apply_scattered at K = 512 under large_gates="auto": the wide kernel in place where the gate's
+    choice is Ozaki-I (the bits of the CPU tiles on the transposed copy's columns), though
+    takes_scattered plans for the copy; nothing done where the choice is Ozaki-II."""
+    import cupy as cp
+
+    targets = (13, 0, 5, 1, 9, 2, 11, 3, 7)
+    u = haar_unitary(512, rng)
+    state = crandn(rng, 1 << 14) * 2.0 ** rng.integers(-20, 20, size=1 << 14)
+    loose = gemm_backend.get("int8-auto", target_error=1e-10)
+    plan, _ = loose.gate_plan(u)
+    expected = state.copy()
+    _cpu_scattered(u, expected, targets, plan)
+    on_gpu = cp.asarray(state)
+    assert not loose.takes_scattered(512, True) and loose.apply_scattered(cp.asarray(u), on_gpu, targets)
+    assert same_bits(on_gpu.get(), expected) and loose.last_call_info["kernel"] == "fused"
+    untouched = cp.asarray(state)
+    assert not gemm_backend.get("int8-auto").apply_scattered(cp.asarray(u), untouched, targets)  # Ozaki-II
+    assert same_bits(untouched.get(), state)
+
+
+@pytest.mark.gpu
+@requires_gpu
 def test_fused_out_of_place_and_nonfinite(rng):
     import cupy as cp
 

@@ -193,18 +193,25 @@ class OzakiBackend(GemmBackend):
         self._finish(None, choice, kernel, gate=True)
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
-        """The fused kernel addresses any targets; the rho rule needs the state's columns as a view."""
+        """The fused kernel addresses any targets; the rho rule needs the state's columns as a view.
+        Gates of K = WIDE_GATE_K under large_gates="auto" count as not taken (their scheme depends
+        on the gate, so the engine plans for the transposed copy); apply_scattered still takes
+        those that run on Ozaki-I."""
+        return self._fused_scattered(k, on_gpu) and not (self.large_gates == AUTO and k >= WIDE_GATE_K)
+
+    def _fused_scattered(self, k: int, on_gpu: bool) -> bool:
+        """Whether a fused kernel may take a gate of size k at any targets on this device."""
         return (on_gpu and self.fused and self.split_rule.plans_from_gate and k in FUSED_DIMS + WIDE_DIMS
-                and not self._ozaki2_only(k) and not (self.large_gates == AUTO and k >= WIDE_GATE_K))
+                and not self._ozaki2_only(k))
 
     def apply_scattered(self, u, state, targets) -> bool:
         """The fused kernel on the columns at `targets` (GemmBackend.apply_scattered), with the plan
         apply_batched would use, so the bits are those of the transposed copy's columns."""
         k = u.shape[0]
-        if not self.takes_scattered(k, is_gpu_array(state)):
+        if not self._fused_scattered(k, is_gpu_array(state)):
             return False
         choice = self._choice_of(u)
-        launch = None if choice.plan is None else plan_launch(k, choice.plan)
+        launch = plan_launch(k, choice.plan) if choice.scheme == OZAKI1 else None
         if launch is None:  # the engine then takes the transposed copy, and apply_batched the gate
             return False
         self._count(state.size // k, k, k)
