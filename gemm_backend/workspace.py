@@ -4,8 +4,9 @@ how it is cut into chunks of rows.
 A Workspace is either fixed (the workspace_bytes option, in bytes) or automatic (int8-auto,
 int8-<s> and int8-crt-<m> without the option): then each call on the GPU takes
 AUTO_WORKSPACE_FRACTION of the device memory free at that moment (cupy's pool counted as free), at
-least MIN_AUTO_WORKSPACE, and DEFAULT_WORKSPACE_BYTES on the CPU. The simulator leaves reserved()
-free for it beside the state. Backends give their cost per row of A (workspace_bytes_per_row);
+least MIN_AUTO_WORKSPACE, and DEFAULT_WORKSPACE_BYTES on the CPU; a gate's call (for_gate_call) at
+most GATE_WORKSPACE_LIMIT, so that a simulation holds its state and little more. The simulator
+leaves reserved() free for it beside the state. Backends give their cost per row of A (workspace_bytes_per_row);
 rows() turns it into the rows one chunk holds, even_step into tile sides.
 """
 import numbers
@@ -17,6 +18,10 @@ from .errors import BackendError
 DEFAULT_WORKSPACE_BYTES = 1 << 30
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
+# An automatic workspace serving one gate takes at most this: with the chunk's copies beside its
+# tiles (about a sixth more, crt_backend.workspace_bytes_per_row) a gate stays within the state
+# plus 2 GiB (issue 24).
+GATE_WORKSPACE_LIMIT = 3 << 29
 AUTO = "auto"  # how an automatic workspace is reported in a backend's options
 TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows (even_step)
 
@@ -52,6 +57,11 @@ class Workspace:
             pool.free_all_blocks()
         free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
         return max(MIN_AUTO_WORKSPACE, int(free * AUTO_WORKSPACE_FRACTION))
+
+    def for_gate_call(self, on_gpu: bool) -> int:
+        """for_call for a gate of the simulator: an automatic workspace at most GATE_WORKSPACE_LIMIT."""
+        size = self.for_call(on_gpu)
+        return min(size, GATE_WORKSPACE_LIMIT) if self.automatic else size
 
     def run(self, on_gpu: bool, body):
         """body(bytes), given the bytes one call may take now (for_call). With an automatic

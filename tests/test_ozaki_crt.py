@@ -471,13 +471,15 @@ def test_gpu_out_of_memory_in_cached_blocks_redoes_the_tiles_with_the_cache_rele
 
 
 def test_apply_batched_chunks_fit_the_workspace():
-    """A chunk of the inherited apply_batched is one tile on either device, B's residues included."""
+    """A chunk of the inherited apply_batched is one tile on the GPU, B's residues included, and
+    whole tiles of the CPU (smaller ones: float64 residues) but the last."""
     for m in (8, 20):
         for k in (2, 32, 1024):
             backend = crt(m, workspace_bytes=64 << 20)
             chunk_rows = backend.workspace_bytes // (backend.workspace_bytes_per_row(k, k) + 32 * k)
-            for on_gpu in (False, True):
-                assert backend._tile_sizes(chunk_rows, k, CrtLayout(backend.plan, k, True), on_gpu)[0] == chunk_rows
+            layout = CrtLayout(backend.plan, k, True)
+            assert backend._tile_sizes(chunk_rows, k, layout, True)[0] == chunk_rows
+            assert backend._tile_sizes(chunk_rows, k, layout, False)[0] <= chunk_rows
 
 
 @pytest.mark.parametrize("m", [10, 16])

@@ -1,8 +1,8 @@
 """Workspace.run: one second try, with the pool's cache released, for an automatic workspace on the
-GPU that ran out of memory; never for a fixed one or on the CPU."""
+GPU that ran out of memory; never for a fixed one or on the CPU. for_gate_call: the gate's cap."""
 import pytest
 
-from gemm_backend.workspace import TILE_ALIGNMENT, Workspace, even_step
+from gemm_backend.workspace import GATE_WORKSPACE_LIMIT, TILE_ALIGNMENT, Workspace, even_step
 
 
 @pytest.fixture
@@ -39,6 +39,17 @@ def test_no_second_try_for_a_fixed_workspace_or_on_the_cpu(workspace, on_gpu, me
     with pytest.raises(MemoryError):
         workspace.run(on_gpu, failing_once(given))
     assert len(given) == 1 and measured == [False]
+
+
+def test_a_gate_takes_at_most_the_limit_of_an_automatic_workspace(monkeypatch):
+    free = {"bytes": 40 << 30}
+    monkeypatch.setattr(Workspace, "for_call", lambda self, on_gpu, release_cache=False:
+                        free["bytes"] if self.automatic and on_gpu else self.nominal)
+    assert Workspace(automatic=True).for_gate_call(True) == GATE_WORKSPACE_LIMIT
+    free["bytes"] = 1 << 29  # less free than the limit: what is free
+    assert Workspace(automatic=True).for_gate_call(True) == 1 << 29
+    assert Workspace(8 << 30).for_gate_call(True) == 8 << 30  # a fixed workspace is the caller's
+    assert Workspace(automatic=True).for_gate_call(False) == Workspace().nominal
 
 
 def test_a_second_failure_is_raised(measured):

@@ -25,7 +25,8 @@ Where the work runs:
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
-  three quarters of the device memory free at call time (at least 64 MiB; 1 GiB on the CPU).
+  three quarters of the device memory free at call time (at least 64 MiB; 1 GiB on the CPU), for
+  a gate (Ozaki-I tiles, Ozaki-II) at most workspace.GATE_WORKSPACE_LIMIT.
 """
 import collections
 
@@ -188,7 +189,7 @@ class OzakiBackend(GemmBackend):
             apply_fused_gate(u, x, out, choice.plan, launch, self._deferred_flag)
             kernel = "fused"
         else:
-            self._apply_tiles(u, x, out, choice.plan, self.workspace.for_call(on_gpu))
+            self._apply_tiles(u, x, out, choice.plan, self.workspace.for_gate_call(on_gpu))
             kernel = "tiles"
         self._finish(None, choice, kernel, gate=True)
 
@@ -252,7 +253,7 @@ class OzakiBackend(GemmBackend):
         return ozaki2 if cheaper else ozaki1
 
     def _apply_ozaki2(self, choice: Choice, u, x, out, on_gpu: bool) -> None:
-        self._ozaki2_backend(choice, Workspace(self.workspace.for_call(on_gpu))).apply_batched(u, x, out)
+        self._ozaki2_backend(choice, Workspace(self.workspace.for_gate_call(on_gpu))).apply_batched(u, x, out)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
                                "rule": self.rule, "kernel": OZAKI2,

@@ -167,13 +167,14 @@ class OzakiCrtBackend(GemmBackend):
 
     def workspace_bytes_per_row(self, k: int, n: int) -> int:
         """Workspace per row of A for a complex (m, k) @ (k, n), B's share included: the
-        workspace over the rows one tile holds on the device that holds fewer, so that a chunk
-        of workspace_bytes // (this + copies) rows is one tile on either. With the automatic
-        workspace this is the ratio at the nominal workspace_bytes: a chunk sized from
-        workspace.for_call may then take several tiles (matmul measures the free memory again)."""
+        workspace over the rows one GPU tile holds, so that a chunk of workspace_bytes //
+        (this + copies) rows is one tile on the GPU and several of the CPU's (whose float64
+        residues take four times the bytes). The same figure on both devices keeps the calls,
+        and so the statistics, equal. With the automatic workspace this is the ratio at the
+        nominal workspace_bytes: a chunk sized from workspace.for_call may then take several
+        tiles (matmul measures the free memory again)."""
         layout = CrtLayout(self.plan, k, True)
-        row_step = min(self._tile_sizes(None, n, layout, on_gpu)[0] for on_gpu in (False, True))
-        return -(-self.workspace_bytes // row_step)
+        return -(-self.workspace_bytes // self._tile_sizes(None, n, layout, True)[0])
 
     # -- steps --------------------------------------------------------------------------
     def _info(self) -> dict:

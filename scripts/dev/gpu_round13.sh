@@ -3,7 +3,8 @@
 #   bash scripts/dev/gpu_round13.sh OUTDIR tests    # every gpu test of the Ozaki-I gate kernels and int8-auto
 #                                                   # (one BLAS thread per xdist worker), slowest ten listed
 #   bash scripts/dev/gpu_round13.sh OUTDIR memory   # d = 9, 10 brickwork at N = 30: time and peak memory with
-#                                                   # the automatic workspace and with 1 and 2 GiB (issue 24 item 5)
+#                                                   # the automatic workspace (a gate's capped at 1.5 GiB since
+#                                                   # round 13) and with 8 and 32 GiB: what the cap costs (issue 24 item 5)
 #   bash scripts/dev/gpu_round13.sh OUTDIR bench    # gates d = 5 .. 10 at N = 30, first targets 0 and top:
 #                                                   # cublas, int8-auto, --target-error 1e-10 side by side
 # Name the kind (nvidia-h100-x1) so that the figures are the H100's; carry .whl for pytest-xdist.
@@ -28,7 +29,7 @@ fi
 
 if [[ $what == memory ]]; then
   for d in 10 9; do
-    for workspace in auto 1 2; do
+    for workspace in auto 8 32; do
       flag=(); [[ $workspace != auto ]] && flag=(--workspace-gib "$workspace")
       timeout 120 qsim run --qubits 30 --gate-size "$d" --depth 2 --seed 1 --backend int8-auto --device gpu \
         --no-progress "${flag[@]}" --json "$out/run_d${d}_${workspace}.json" 2>&1 \
