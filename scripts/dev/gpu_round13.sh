@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU work left by round 13 (K = 512 on the wide kernel, two wgmma chunks in flight, d = 10's memory).
-#   bash scripts/dev/gpu_round13.sh OUTDIR tests    # every gpu test of the Ozaki-I gate kernels and int8-auto
-#                                                   # (one BLAS thread per xdist worker), slowest ten listed
+#   bash scripts/dev/gpu_round13.sh OUTDIR tests    # every gpu test of the Ozaki-I gate kernels, int8-auto and
+#                                                   # Ozaki-II (one BLAS thread per xdist worker), slowest ten listed
 #   bash scripts/dev/gpu_round13.sh OUTDIR memory   # d = 9, 10 brickwork at N = 30: time and peak memory with
 #                                                   # the automatic workspace (a gate's capped at 1.5 GiB since
 #                                                   # round 13) and with 8 and 32 GiB: what the cap costs (issue 24 item 5)
@@ -24,7 +24,7 @@ if [[ $what == tests ]]; then
   workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n 16)
   [[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
   timeout "${TEST_SECONDS:-560}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" --durations=10 -rf \
-    tests/test_ozaki_gate.py tests/test_ozaki.py 2>&1 | grep -v -i warn | tee "$out/gpu_tests.log" | tail -16
+    tests/test_ozaki_gate.py tests/test_ozaki.py tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py 2>&1 | grep -v -i warn | tee "$out/gpu_tests.log" | tail -16
 fi
 
 if [[ $what == memory ]]; then
