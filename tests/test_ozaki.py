@@ -470,6 +470,27 @@ def test_auto_at_512_takes_the_scheme_that_meets_the_target(rng):
         gemm_backend.get("int8-auto", target_error=1e-30).prepare(u)
 
 
+def test_a_gate_is_chosen_for_once_per_run_whatever_its_chunks(monkeypatch, rng):
+    """A 9-qubit gate on scattered targets through a transposed copy of 16 chunks: the rule plans
+    it once in the run (its choice, both schemes' costs, is the slow part of a call), and the
+    result is the bits of the same gate applied without chunks."""
+    import qsim.apply
+    from circuits.gate import Circuit, Gate
+    from gemm_backend.ozaki.rules import Fp64Rule
+    from qsim import Simulator
+
+    calls = []
+    plan_gate = Fp64Rule.gate_choice
+    monkeypatch.setattr(Fp64Rule, "gate_choice", lambda self, u, x=None: calls.append(1) or plan_gate(self, u, x))
+    circuit = Circuit(14, (Gate((0, 2, 3, 4, 5, 6, 7, 8, 9), haar_unitary(512, rng)),))
+    whole = Simulator(backend="int8-auto", device="cpu", progress=False).run(circuit).state_vector()
+    monkeypatch.setattr(qsim.apply, "TRANSPOSE_CHUNK_BYTES", 16 * 1024)
+    calls.clear()
+    chunked = Simulator(backend="int8-auto", device="cpu", progress=False).run(circuit).state_vector()
+    assert len(calls) == 2  # the warm-up's block, then the gate in the run
+    assert same_bits(chunked, whole)
+
+
 def test_every_gate_size_works_in_place_on_the_gpu():
     """works_in_place (GPU): every size, whatever the scheme (so the simulator takes no second
     state buffer for int8-auto); takes_scattered follows the scheme: the fused kernels up to

@@ -94,6 +94,8 @@ class OzakiBackend(GemmBackend):
         self.fused = fused
         self.large_gates = self._check_large_gates(large_gates)
         self._prepared = {}  # id(u) -> (u, Choice), from prepare()
+        self._running = False  # between start_run and finish_run
+        self._latest = None  # (u, Choice) of the last gate chosen for in this run, not prepared
         self._ozaki2_backends = {}  # (moduli, gaussian) -> the OzakiCrtBackend of Ozaki-II gates and products
         self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
         self.options = {"splits": splits, "workspace_bytes": self.workspace.report(),
@@ -276,9 +278,18 @@ class OzakiBackend(GemmBackend):
         return choice.plan, choice
 
     def _choice_of(self, u, x=None) -> Choice:
-        """The Choice prepare() kept for this u object, else _gate_choice's for u (and x)."""
+        """The Choice prepare() kept for this u object, else _gate_choice's for u (and x). During a
+        run the last one made for a gate of the rule's own is kept too: apply_scattered and every
+        chunk of the transposed copy ask for the same gate again."""
         prepared = self._prepared.get(id(u))
-        return prepared[1] if prepared is not None and prepared[0] is u else self._gate_choice(u, x)
+        if prepared is not None and prepared[0] is u:
+            return prepared[1]
+        if self._latest is not None and self._latest[0] is u:
+            return self._latest[1]
+        choice = self._gate_choice(u, x)
+        if self._running and self.split_rule.plans_from_gate:
+            self._latest = (u, choice)
+        return choice
 
     def prepare(self, u) -> None:
         """Choose u's plan now (the fp64 and target rules look at the gate alone), for
@@ -295,10 +306,12 @@ class OzakiBackend(GemmBackend):
     def start_run(self) -> None:
         cp = cupy_module()
         self._deferred_flag = cp.zeros(1, cp.int32) if cp is not None and gpu_available() else None
+        self._running = True
 
     def finish_run(self) -> None:
         flag, self._deferred_flag = self._deferred_flag, None
         self._prepared.clear()
+        self._running, self._latest = False, None
         if flag is not None and int(flag[0]):
             raise BackendError("the state contains NaN or Inf; the INT8 Ozaki scheme needs finite input")
 
