@@ -246,13 +246,13 @@ class OzakiBackend(GemmBackend):
         ozaki1, ozaki1_error = _attempt(self.split_rule.gate_choice, u)
         ozaki2, ozaki2_error = _attempt(self.split_rule.ozaki2_gate, u.shape[0])
         if ozaki1 is not None and ozaki1.plan is None:  # the fp64 rule: no plan within its digits
-            ozaki1, ozaki1_error = None, ozaki2_error
-        if ozaki1 is None or ozaki2 is None:
-            if ozaki1 is None and ozaki2 is None:
-                raise ozaki1_error
-            return ozaki1 or ozaki2
-        cheaper = ozaki2_gate_passes(ozaki2.moduli, ozaki2.gaussian) <= wide_gate_passes(ozaki1.plan)
-        return ozaki2 if cheaper else ozaki1
+            ozaki1 = None
+        if ozaki1 is not None and ozaki2 is not None:
+            cheaper = ozaki2_gate_passes(ozaki2.moduli, ozaki2.gaussian) <= wide_gate_passes(ozaki1.plan)
+            return ozaki2 if cheaper else ozaki1
+        if ozaki1 is None and ozaki2 is None:
+            raise ozaki1_error or ozaki2_error
+        return ozaki1 or ozaki2
 
     def _apply_ozaki2(self, choice: Choice, u, x, out, on_gpu: bool) -> None:
         self._ozaki2_backend(choice, Workspace(self.workspace.for_gate_call(on_gpu))).apply_batched(u, x, out)
