@@ -18,10 +18,11 @@ from .errors import BackendError
 DEFAULT_WORKSPACE_BYTES = 1 << 30
 MIN_AUTO_WORKSPACE = 64 << 20
 AUTO_WORKSPACE_FRACTION = 0.75
-# An automatic workspace serving one gate takes at most this: with the chunk's copies beside its
-# tiles (about a sixth more, crt_backend.workspace_bytes_per_row) a gate stays within the state
-# plus 2 GiB (issue 24).
-GATE_WORKSPACE_LIMIT = 3 << 29
+# An automatic workspace serving one gate takes at most this, so that a simulation holds its state
+# plus 2 GiB (issue 24: the rest is the run's own, about 80 MB at N = 30). Ozaki-II's gates count
+# everything they allocate in it; at N = 30 their chunks cost a few percent of time against 4 GiB
+# (BENCHMARKS.md round 14).
+GATE_WORKSPACE_LIMIT = 15 << 27
 AUTO = "auto"  # how an automatic workspace is reported in a backend's options
 TILE_ALIGNMENT = 256  # tile sides in multiples of this where the workspace allows (even_step)
 

@@ -513,8 +513,9 @@ def test_every_gate_size_works_in_place_on_the_gpu():
                                         ({"fused": False}, 64)])
 def test_tile_paths_in_place_give_the_bits_out_of_place(options, k, rng):
     """The tile paths (Ozaki-II, Ozaki-I tiles) with out = x, in chunks smaller than the view
-    (a small workspace), give the bits of the out-of-place call."""
-    backend = gemm_backend.get("int8-auto", workspace_bytes=3 << 20, **options)
+    (a small workspace: Ozaki-II's holds its gate and 5 columns at most), give the bits of the out-of-place call."""
+    workspace = max(3 << 20, gemm_backend.get("int8-crt-20").gate_workspace(k, 5))  # the most blocks
+    backend = gemm_backend.get("int8-auto", workspace_bytes=workspace, **options)
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
     x = seed_paper_matrix(rng, (6, k, 4), 1.0, True)
     out = np.empty_like(x)

@@ -404,10 +404,11 @@ def test_apply_batched_against_dd_and_chunked_in_place(shape, rng):
     whole.apply_batched(u, x, out)
     assert whole.last_call_info == {"scheme": "ozaki2", "moduli": 11, "gaussian": False}
     assert bound_ratios(out.transpose(0, 2, 1).reshape(-1, k), rows, u.T, 11, reference)[0] <= 1
-    chunked = crt(11, workspace_bytes=5 * whole.workspace_bytes_per_row(k, k))
+    chunked = crt(11, workspace_bytes=whole.gate_workspace(k, 5))
     in_place = x.copy()
     chunked.apply_batched(u, in_place, in_place)
-    assert same_bits(in_place, out) and chunked.statistics()["calls"] > 1
+    assert same_bits(in_place, out)
+    assert chunked.statistics()["calls"] == -(-n_left * n_right // chunked.chunk_columns(k, chunked.workspace_bytes)) > 1
 
 
 def test_default_workspace_is_automatic(rng):
@@ -471,15 +472,69 @@ def test_gpu_out_of_memory_in_cached_blocks_redoes_the_tiles_with_the_cache_rele
 
 
 def test_apply_batched_chunks_fit_the_workspace():
-    """A chunk of the inherited apply_batched is one tile on the GPU, B's residues included, and
-    whole tiles of the CPU (smaller ones: float64 residues) but the last."""
+    """A chunk of apply_batched takes as many state columns as the workspace holds beside the
+    gate's residues, and a workspace that holds none is a clear error before any work."""
     for m in (8, 20):
         for k in (2, 32, 1024):
-            backend = crt(m, workspace_bytes=64 << 20)
-            chunk_rows = backend.workspace_bytes // (backend.workspace_bytes_per_row(k, k) + 32 * k)
-            layout = CrtLayout(backend.plan, k, True)
-            assert backend._tile_sizes(chunk_rows, k, layout, True)[0] == chunk_rows
-            assert backend._tile_sizes(chunk_rows, k, layout, False)[0] <= chunk_rows
+            backend = crt(m)
+            for columns in (1, 7, 4096):
+                workspace = backend.gate_workspace(k, columns)
+                assert backend.chunk_columns(k, workspace) == columns
+                per_column = backend.gate_workspace(k, 2) - backend.gate_workspace(k, 1)
+                assert backend.chunk_columns(k, workspace + per_column - 1) == columns
+            with pytest.raises(BackendError, match="too small for int8-crt.* raise workspace_bytes"):
+                backend.chunk_columns(k, backend.gate_workspace(k, 1) - 1)
+    u, x = np.eye(4, dtype=complex), np.ones((10, 4, 1), complex)
+    with pytest.raises(BackendError, match="too small"):
+        crt(9, workspace_bytes=1000).apply_batched(u, x, x)
+    assert (x == 1).all()
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, requires_gpu])])
+@pytest.mark.parametrize("operand", ["gate", "state"])
+def test_apply_batched_non_finite_input_raises(operand, device, rng):
+    """NaN in the gate raises before the state is touched; Inf in the state raises too (on the GPU
+    after the last chunk: it checks once per call)."""
+    k = 16
+    u, x = seed_paper_matrix(rng, (k, k), 1.0, True), seed_paper_matrix(rng, (30, k, 2), 1.0, True)
+    if operand == "gate":
+        u[3, 5] = np.nan
+    else:
+        x[2, 7, 1] = np.inf
+    original = x.copy()
+    if device == "gpu":
+        import cupy as cp
+
+        u, x = cp.asarray(u), cp.asarray(x)
+    backend = crt(12, workspace_bytes=crt(12).gate_workspace(k, 8))
+    match = "operand b contains NaN" if operand == "gate" else "operand a contains NaN or Inf"
+    with pytest.raises(BackendError, match=match):
+        backend.apply_batched(u, x, x)
+    if operand == "gate":
+        assert same_bits(x.get() if device == "gpu" else x, original)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_apply_batched_holds_its_workspace_and_no_more(rng):
+    """The memory cupy's pool holds after a gate in many chunks grows by the workspace at most
+    (B's residues, the gathered columns and one scratch reused by every chunk), not by a chunk's
+    arrays allocated anew beside cached ones of other sizes."""
+    import cupy as cp
+
+    k = 256
+    backend = crt(16)
+    workspace = backend.gate_workspace(k, 3000)
+    backend = crt(16, workspace_bytes=workspace)
+    u = cp.asarray(seed_paper_matrix(rng, (k, k), 1.0, True))
+    x = cp.asarray(seed_paper_matrix(rng, (5, k, 4096), 1.0, True))
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    backend.apply_batched(u, x, x)
+    cp.cuda.Device().synchronize()
+    assert backend.statistics()["calls"] >= 7
+    assert pool.total_bytes() - before <= workspace + (1 << 20)
 
 
 @pytest.mark.parametrize("m", [10, 16])
@@ -540,7 +595,7 @@ def test_gpu_tiles_long_k_and_subnormal_results_match_cpu(rng):
 @pytest.mark.parametrize("shape", [(64, 32, 1), (16, 64, 4), (3, 16, 32), (4096, 8, 1), (2, 256, 32)])
 def test_gpu_apply_batched_matches_cpu(m, shape, rng):
     """(L, K, R) views with R = 1, 4, 32, in several chunks."""
-    workspace = 50 * crt(m).workspace_bytes_per_row(shape[1], shape[1])
+    workspace = crt(m).gate_workspace(shape[1], 50)
     check_gpu_apply_batched_matches_cpu(lambda: crt(m, workspace_bytes=workspace), shape, rng)
 
 

@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..arrays import array_module, cupy_module, is_gpu_array
+from ..arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks
 from ..base import GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
@@ -157,24 +157,101 @@ class OzakiCrtBackend(GemmBackend):
         on_gpu = is_gpu_array(a_rows)
         row_step, col_step = self._tile_sizes(a_rows.shape[0], b.shape[1], layout, on_gpu, workspace)
         a_scales = self._scales(a_rows, self.plan.a_bits, "a", row_step)
-        tile_products = _TILE_PRODUCTS[on_gpu]
+        tiles = _TILES[on_gpu](layout, row_step, col_step)
         for cols in _steps(b.shape[1], col_step):
-            b_rows = _transposed_rows(b, cols)
-            products = tile_products(layout, b_rows, self._scales(b_rows, self.plan.b_bits, "b", col_step))
-            embedded = slice(layout.width * cols.start, layout.width * cols.stop)
+            b_tile = self._b_tile(tiles, b, cols, col_step)
             for rows in _steps(a_rows.shape[0], row_step):
-                products.multiply(a_rows[rows], a_scales[rows], out_rows[rows, embedded])
+                a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])
+                tiles.multiply(a_residues, a_scales[rows], b_tile, out_rows[rows, b_tile.embedded])
 
-    def workspace_bytes_per_row(self, k: int, n: int) -> int:
-        """Workspace per row of A for a complex (m, k) @ (k, n), B's share included: the
-        workspace over the rows one GPU tile holds, so that a chunk of workspace_bytes //
-        (this + copies) rows is one tile on the GPU and several of the CPU's (whose float64
-        residues take four times the bytes). The same figure on both devices keeps the calls,
-        and so the statistics, equal. With the automatic workspace this is the ratio at the
-        nominal workspace_bytes: a chunk sized from workspace.for_call may then take several
-        tiles (matmul measures the free memory again)."""
+    def apply_batched(self, u, x, out):
+        """out[l] = u @ x[l] for every l (GemmBackend.apply_batched; out may be x), B = u^T.
+
+        The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
+        with all of B's columns, on both devices: the calls, and so the statistics, agree). The
+        gate's residues are made once for all chunks; a chunk's columns are gathered into one buffer,
+        which then takes their results; the GPU's residues and products reuse one scratch for
+        every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN or
+        Inf raises BackendError before any work; x's after the last chunk (one synchronisation
+        per call, not one per chunk), its chunks already written."""
+        n_left, k, n_right = x.shape
+        xp, on_gpu = array_module(x), is_gpu_array(x)
+        self._check_inner(k)
         layout = CrtLayout(self.plan, k, True)
-        return -(-self.workspace_bytes // self._tile_sizes(None, n, layout, True)[0])
+        self.last_call_info = self._info()
+        if x.size == 0:
+            return
+        b = xp.ascontiguousarray(u.T, dtype=xp.complex128)
+        # the buffers come before any write to out, so an automatic workspace may redo them alone
+        chunk_rows, tile_rows, gate, gathered, tiles = self.workspace.run(
+            on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace))
+        finite = True
+        for ls, rs in iter_column_chunks(n_left, n_right, even_step(n_left * n_right, chunk_rows)):
+            block = x[ls, :, rs]
+            lc, _, rc = block.shape
+            self._count(lc * rc, k, k)
+            rows = gathered[:lc * rc]
+            rows.reshape(lc, rc, k)[...] = block.transpose(0, 2, 1)
+            finite = finite & self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows)
+            out[ls, :, rs] = rows.reshape(lc, rc, k).transpose(0, 2, 1)
+        _check_finite(finite, "a")
+
+    def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int):
+        """a_rows (n, 2k) float64 (a chunk's gathered columns) := their products with the gate,
+        `tile_rows` rows at a time; returns whether a_rows were finite (a 0-d device array on
+        the GPU: not synchronised)."""
+        a_scales, finite = _ROW_SCALES[is_gpu_array(a_rows)](a_rows, self.plan.a_bits)
+        if not is_gpu_array(a_rows):  # free on the host, and spares numpy's warnings on NaN residues
+            _check_finite(finite, "a")
+        for rows in _steps(a_rows.shape[0], tile_rows):
+            a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])  # before the results overwrite a_rows
+            tiles.multiply(a_residues, a_scales[rows], gate, a_rows[rows])
+        return finite
+
+    def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int) -> tuple:
+        """(chunk_rows, tile_rows, gate, gathered, tiles) of apply_batched within `workspace`
+        bytes: the chunk and tile sizes, B as one tile, the buffer of a chunk's columns and the
+        tile arithmetic with its scratch."""
+        k = layout.k
+        chunk_rows = self.chunk_columns(k, workspace)
+        # the CPU's float64 residues and products cost more per row: it takes a chunk in several tiles
+        cpu_rows = (workspace - k * layout.b_col_bytes(False)) // layout.a_row_bytes(k, False)
+        tile_rows = chunk_rows if on_gpu else max(1, min(chunk_rows, cpu_rows))
+        tiles = _TILES[on_gpu](layout, tile_rows, k)
+        return chunk_rows, tile_rows, self._b_tile(tiles, b, slice(0, k), k), xp.empty((chunk_rows, k), xp.complex128), tiles
+
+    def chunk_columns(self, k: int, workspace: int) -> int:
+        """State columns per chunk of apply_batched for gates of inner size k within `workspace`
+        bytes, by the GPU's costs on both devices (_gate_costs). Raises BackendError when not even
+        one column fits."""
+        held, per_column = self._gate_costs(k)
+        columns = (workspace - held) // per_column
+        if columns < 1:
+            raise BackendError(
+                f"workspace_bytes={workspace} is too small for {self.name} on gates of size {k}: the gate and "
+                f"one column of the state need {held + per_column} bytes; raise workspace_bytes")
+        return columns
+
+    def gate_workspace(self, k: int, columns: int) -> int:
+        """The workspace_bytes whose apply_batched chunks hold `columns` state columns of gates of
+        inner size k."""
+        held, per_column = self._gate_costs(k)
+        return held + columns * per_column
+
+    def _gate_costs(self, k: int) -> tuple:
+        """(bytes held for a whole apply_batched call, bytes per state column of a chunk) on the
+        GPU: the gate's residues and float64 rows; a column's gathered values, residues and
+        products with every column of the gate (B is one tile: its residues are held anyway)."""
+        layout = CrtLayout(self.plan, k, True)
+        return k * layout.b_col_bytes(True), layout.a_row_bytes(k, True) + 8 * layout.width * k
+
+    def _b_tile(self, tiles, b, cols: slice, col_step: int) -> "_BTile":
+        """The tile of B's columns `cols`: their residues and scales, and where its products go in
+        a row of float64 output."""
+        b_rows = _transposed_rows(b, cols)
+        scales = self._scales(b_rows, self.plan.b_bits, "b", col_step)
+        embedded = slice(tiles.layout.width * cols.start, tiles.layout.width * cols.stop)
+        return _BTile(embedded, tiles.residues(b_rows, scales), scales)
 
     # -- steps --------------------------------------------------------------------------
     def _info(self) -> dict:
@@ -186,11 +263,14 @@ class OzakiCrtBackend(GemmBackend):
         is_complex = "c" in (a.dtype.kind, b.dtype.kind)
         dtype = xp.complex128 if is_complex else xp.float64
         k = a.shape[1]
+        self._check_inner(k)
+        return xp, xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), CrtLayout(self.plan, k, is_complex)
+
+    def _check_inner(self, k: int) -> None:
         if k > MAX_INNER:
             raise BackendError(
                 f"{self.name}: inner size {k} exceeds {MAX_INNER}, the most an INT32 sum of INT8 residue "
                 "products holds exactly; use an int8-<s> or the cublas backend")
-        return xp, xp.ascontiguousarray(a, dtype=dtype), b.astype(dtype, copy=False), CrtLayout(self.plan, k, is_complex)
 
     def _scales(self, rows, bits: int, operand: str, step: int):
         """Scale exponents (r,) int32 of rows (r, w) float64, computed `step` rows at a time;
@@ -201,8 +281,7 @@ class OzakiCrtBackend(GemmBackend):
         for part in _steps(rows.shape[0], step):
             scales[part], part_finite = _ROW_SCALES[is_gpu_array(rows)](rows[part], bits)
             finite = finite & part_finite
-        if not bool(finite):
-            raise BackendError(f"matmul operand {operand} contains NaN or Inf; the INT8 Ozaki-II scheme needs finite input")
+        _check_finite(finite, operand)
         return scales
 
     def _tile_sizes(self, n_rows, n_cols: int, layout: CrtLayout, on_gpu: bool, workspace: int = None) -> tuple:
@@ -225,6 +304,12 @@ class OzakiCrtBackend(GemmBackend):
         return row_step, col_step
 
 
+def _check_finite(finite, operand: str) -> None:
+    """BackendError naming the operand unless finite (a bool, or a 0-d array read here)."""
+    if not bool(finite):
+        raise BackendError(f"matmul operand {operand} contains NaN or Inf; the INT8 Ozaki-II scheme needs finite input")
+
+
 def _transposed_rows(b, cols: slice):
     """Columns `cols` of b (k, n) as C-contiguous float64 rows (n_cols, w): B^T, complex entries
     as interleaved (re, im) like the float64 view of A's rows."""
@@ -238,48 +323,72 @@ def _steps(total: int, step: int):
         yield slice(start, min(total, start + step))
 
 
+@dataclass(frozen=True)
+class _BTile:
+    """Columns of B made ready: embedded, the float64 columns of an output row its products fill;
+    residues and scales as the device's tile arithmetic made them."""
+
+    embedded: slice
+    residues: object
+    scales: object
+
+
 # -- CPU ------------------------------------------------------------------------------------------
-class _CpuTileProducts:
-    """Products of row tiles of A with one tile of B^T rows: crt.residues, float64 GEMMs of the
-    residues (exact: integers below k 128^2 < 2^53), crt.CrtAccumulator."""
+class _CpuTiles:
+    """The CPU's tile arithmetic: crt.residues, float64 GEMMs of the residues (exact: integers
+    below k 128^2 < 2^53), crt.CrtAccumulator. Arrays are made per tile (numpy's allocator)."""
 
-    def __init__(self, layout: CrtLayout, b_rows, b_scales):
+    def __init__(self, layout: CrtLayout, rows: int, cols: int):
         self.layout = layout
-        self.b_scales = b_scales
-        self.b_residues = residues(b_rows, b_scales, layout.plan, layout.is_complex)
 
-    def multiply(self, a_rows, a_scales, out) -> None:
-        """out (r, w * n_cols) float64 view = the product of a_rows (r, w k) with the tile."""
+    def residues(self, rows, scales):
+        return residues(rows, scales, self.layout.plan, self.layout.is_complex)
+
+    a_residues = residues
+
+    def multiply(self, a_residues, a_scales, b_tile: _BTile, out) -> None:
+        """out (r, w * n_cols) float64 view = the product of the rows with b_tile's columns."""
         layout = self.layout
-        a_residues = residues(a_rows, a_scales, layout.plan, layout.is_complex)
-        accumulator = CrtAccumulator(layout.plan, layout.outputs, (a_rows.shape[0], self.b_scales.size))
+        accumulator = CrtAccumulator(layout.plan, layout.outputs, (a_scales.size, b_tile.scales.size))
         for index in range(layout.plan.count):
-            b_side = self.b_residues[index].astype(np.float64).transpose(0, 2, 1)
+            b_side = b_tile.residues[index].astype(np.float64).transpose(0, 2, 1)
             accumulator.add(index, np.matmul(a_residues[index].astype(np.float64), b_side))
-        result = accumulator.result(a_scales, self.b_scales)
+        result = accumulator.result(a_scales, b_tile.scales)
         for part in range(layout.outputs):
             out[:, part::layout.outputs] = result[part]
 
 
 # -- GPU ------------------------------------------------------------------------------------------
-class _GpuTileProducts:
+class _GpuTiles:
     """The same on the GPU: residues of every modulus and part side by side in each row (one
-    kernel), all products of a tile from gemm_tn_blocks (INT8), one reconstruction kernel."""
+    kernel), all products of a tile from gemm_tn_blocks (INT8), one reconstruction kernel. A's
+    residues and the products go to one scratch of `rows` x `cols`, allocated here and reused by
+    every tile: a call holds the same memory whatever its tile count."""
 
-    def __init__(self, layout: CrtLayout, b_rows, b_scales):
+    def __init__(self, layout: CrtLayout, rows: int, cols: int):
+        cp = cupy_module()
         self.layout = layout
-        self.b_scales = b_scales
-        self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cupy_module().cuda.Device().id)
-        self.b_residues = _gpu_residues(layout, b_rows, b_scales, self.tables)
+        self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cp.cuda.Device().id)
+        self._residue_scratch = cp.empty(rows * layout.blocks * layout.padded, cp.int8)
+        self._product_scratch = cp.empty(layout.blocks * rows * cols, cp.int32)
 
-    def multiply(self, a_rows, a_scales, out) -> None:
-        layout, tables = self.layout, self.tables
-        a_residues = _gpu_residues(layout, a_rows, a_scales, tables)
-        products = gemm_tn_blocks(a_residues, self.b_residues, layout.padded, layout.blocks)
-        _gpu_reconstruct(layout, products, a_scales, self.b_scales, out, tables)
+    def residues(self, rows, scales, out=None):
+        """(r, blocks * padded) int8 (_gpu_residues), in `out` when given."""
+        return _gpu_residues(self.layout, rows, scales, self.tables, out)
+
+    def a_residues(self, rows, scales):
+        width = self.layout.blocks * self.layout.padded
+        return self.residues(rows, scales, self._residue_scratch[:rows.shape[0] * width].reshape(-1, width))
+
+    def multiply(self, a_residues, a_scales, b_tile: _BTile, out) -> None:
+        layout = self.layout
+        shape = (layout.blocks, a_scales.size, b_tile.scales.size)
+        products = self._product_scratch[:shape[0] * shape[1] * shape[2]].reshape(shape)
+        gemm_tn_blocks(a_residues, b_tile.residues, layout.padded, layout.blocks, out=products)
+        _gpu_reconstruct(layout, products, a_scales, b_tile.scales, out, self.tables)
 
 
-_TILE_PRODUCTS = {False: _CpuTileProducts, True: _GpuTileProducts}
+_TILES = {False: _CpuTiles, True: _GpuTiles}
 
 
 def _gpu_row_scales(rows, bits: int):
@@ -290,12 +399,14 @@ def _gpu_row_scales(rows, bits: int):
 _ROW_SCALES = {False: row_scales, True: _gpu_row_scales}
 
 
-def _gpu_residues(layout: CrtLayout, rows, scales, tables):
+def _gpu_residues(layout: CrtLayout, rows, scales, tables, out=None):
     """(r, blocks * padded) int8: block l * parts + g of row i holds part g's residues modulo p_l
-    (crt.residues[l, g, i]), zero-padded to `padded` columns, as gemm_tn_blocks reads them."""
+    (crt.residues[l, g, i]), zero-padded to `padded` columns, as gemm_tn_blocks reads them; in
+    `out` (C-contiguous, that shape) when given."""
     cp = cupy_module()
     n_rows = rows.shape[0]
-    out = cp.empty((n_rows, layout.blocks * layout.padded), cp.int8)
+    if out is None:
+        out = cp.empty((n_rows, layout.blocks * layout.padded), cp.int8)
     if n_rows:
         launch_per_row(_module().get_function("crt_residues"), n_rows, (
             rows, cp.int64(n_rows), cp.int32(layout.k), cp.int32(layout.padded), cp.int64(row_stride(rows)),

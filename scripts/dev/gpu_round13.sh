@@ -18,7 +18,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git log -1 --format=%h 2>/dev/null; } \
   | tee "$out/device.txt"
-qsim() { python3 -c "import sys; from qsim.cli import main; sys.exit(main())" "$@"; }
+# `timeout` runs programs, not shell functions: the CLI is a command line, not a function
+qsim=(python3 -c "import sys; from qsim.cli import main; sys.exit(main())")
 
 if [[ $what == tests ]]; then
   workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n 16)
@@ -31,9 +32,9 @@ if [[ $what == memory ]]; then
   for d in 10 9; do
     for workspace in auto 8 32; do
       flag=(); [[ $workspace != auto ]] && flag=(--workspace-gib "$workspace")
-      timeout 120 qsim run --qubits 30 --gate-size "$d" --depth 2 --seed 1 --backend int8-auto --device gpu \
+      timeout 120 "${qsim[@]}" run --qubits 30 --gate-size "$d" --depth 2 --seed 1 --backend int8-auto --device gpu \
         --no-progress "${flag[@]}" --json "$out/run_d${d}_${workspace}.json" 2>&1 \
-        | grep -E "per gate|peak memory" | sed "s/^/d=$d workspace=$workspace  /"
+        | grep -E "per gate|peak memory|path |rror" | sed "s/^/d=$d workspace=$workspace  /"
     done
   done | tee "$out/memory.log"
 fi

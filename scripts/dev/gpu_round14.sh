@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU work of round 14 (Ozaki-II gates in reused buffers, one synchronisation per gate).
+#   bash scripts/dev/gpu_round14.sh OUTDIR tests    # gpu tests of Ozaki-II and int8-auto (one BLAS thread per xdist worker)
+#   bash scripts/dev/gpu_round14.sh OUTDIR memory   # d = 10, 9 brickwork at N = 30, depth 2: time and peak memory of
+#                                                   # the tree in .old (if any, `git archive` of the baseline) and of
+#                                                   # this tree, automatic workspace (capped per gate) and 8 GiB
+#                                                   # (WORKSPACES="auto 4 8": GiB; the baseline runs auto only)
+#   bash scripts/dev/gpu_round14.sh OUTDIR bench    # gates d = 5 .. 10 (SIZES) at N = 30, first targets 0 and top:
+#                                                   # cublas, int8-auto, --target-error 1e-10 side by side
+# Name the kind (nvidia-h100-x1) so that the figures are the H100's; carry .whl (and .old for the baseline).
+set -uo pipefail
+out=${1:-out}; what=${2:-tests}
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/kernel_cache}
+site=""
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  site=/tmp/site
+fi
+export PYTHONPATH="$PWD${site:+:$site}"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git log -1 --format=%h 2>/dev/null; } \
+  | tee "$out/device.txt"
+# `timeout` runs programs, not shell functions: the CLI is a command line
+qsim=(python3 -c "import sys; from qsim.cli import main; sys.exit(main())")
+
+if [[ $what == tests ]]; then
+  workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n 16)
+  [[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+  timeout "${TEST_SECONDS:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" --durations=5 -rf \
+    tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py tests/test_ozaki.py tests/test_ozaki_crt_kernels.py 2>&1 \
+    | grep -v -i warn | tee "$out/gpu_tests.log" | tail -12
+fi
+
+if [[ $what == memory ]]; then
+  trees=(.); [[ -d .old && -z ${NO_BASELINE:-} ]] && trees=(.old .)
+  for d in 10 9; do
+    for tree in "${trees[@]}"; do
+      for workspace in ${WORKSPACES:-auto 8}; do
+        [[ $tree == .old && $workspace != auto ]] && continue
+        flag=(); [[ $workspace != auto ]] && flag=(--workspace-gib "$workspace")
+        name=$([[ $tree == .old ]] && echo before || echo after)
+        # run from inside the tree: `python3 -c` puts the working directory first on sys.path
+        (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 120 "${qsim[@]}" run --qubits 30 --gate-size "$d" \
+          --depth 2 --seed 1 --backend int8-auto --device gpu --no-progress "${flag[@]}" \
+          --json "$out/run_d${d}_${name}_${workspace}.json") 2>&1 \
+          | grep -E "per gate|peak memory|rror" | sed "s/^/d=$d $name workspace=$workspace  /"
+      done
+    done
+  done | tee "$out/memory.log"
+fi
+
+if [[ $what == bench ]]; then
+  timeout 560 python3 scripts/bench/bench_gates.py --qubits 30 --gate-sizes ${SIZES:-5 6 7 8 9 10} --targets 0 top \
+    --backends cublas,int8-auto,int8-auto@target_error=1e-10 --device gpu --repeats 5 --json "$out/gates30.json" 2>&1 \
+    | tee "$out/gates30.log" | tail -16
+fi
