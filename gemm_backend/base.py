@@ -97,8 +97,12 @@ class GemmBackend:
         self.apply_batched(u, x, x)
 
     def prepare(self, u) -> None:
-        """Host-side work for gate u (K, K), done before the timed gates; apply_batched with the
-        same u object then skips it. Default: none."""
+        """Host-side work for gate u (K, K), done ahead of its apply_batched (before the timed
+        gates, or while the device runs the gate before); apply_batched with the same u object
+        then skips it. What it keeps stays until release(u) or finish_run. Default: none."""
+
+    def release(self, u) -> None:
+        """Forget what prepare(u) kept (the caller is done with gate u). Default: nothing kept."""
 
     def start_run(self) -> None:
         """From now on apply_batched may defer its error checks (no host synchronisation)."""

@@ -112,14 +112,17 @@ def launch_per_row(function, rows: int, args: tuple, shared_mem: int = 0) -> Non
     _launch(function, -(-rows // WARPS_PER_BLOCK), ROW_BLOCKS_PER_SM, args, shared_mem)
 
 
-def per_row_int32(function, x, bits: int):
+def per_row_int32(function, x, bits: int, nonfinite=None):
     """(values, finite) from a row kernel with the signature (x, rows, cols, row_stride, bits,
     int32 out[rows], int32 *nonfinite): one int32 per row of the 2-D cupy array x, and a 0-d
-    bool array (on the device) that is False when the kernel flagged NaN or Inf."""
+    bool array (on the device) that is False when the kernel flagged NaN or Inf. nonfinite: the
+    caller's int32 flag (1,) for the kernel to set, kept across calls (finite then covers them
+    all); None: a new one."""
     cp = cupy_module()
     rows, cols = x.shape
     values = cp.empty(rows, cp.int32)
-    nonfinite = cp.zeros(1, cp.int32)
+    if nonfinite is None:
+        nonfinite = cp.zeros(1, cp.int32)
     if rows:
         launch_per_row(function, rows, (x, cp.int64(rows), cp.int32(cols), cp.int64(row_stride(x)), cp.int32(bits),
                                         values, nonfinite))

@@ -295,6 +295,9 @@ class MultiwordFp16Backend(Fp16WordsBackend):
     def prepare(self, u) -> None:
         self.fused_gates.prepare(u)
 
+    def release(self, u) -> None:
+        self.fused_gates.release(u)
+
     def start_run(self) -> None:
         self.fused_gates.start_run()
 

@@ -302,6 +302,9 @@ class FusedGates:
             self._prepared[id(u)] = (u, {launch.k: gate_words(u, launch.k).to_device()})
             _kernel(launch.name)
 
+    def release(self, u) -> None:
+        self._prepared.pop(id(u), None)
+
     def start_run(self) -> None:
         self._deferred_flag = cupy_module().zeros(1, np.int32) if self.fused and gpu_available() else None
 

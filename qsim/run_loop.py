@@ -14,6 +14,7 @@ import numpy as np
 
 from .apply import apply_plan
 from .errors import SimulationError
+from .gate_staging import GateStaging
 from .gathered_layout import apply_gathered, in_standard_layout, standard_layout
 
 GATE = "gate"  # the timer of the gates
@@ -98,25 +99,32 @@ class RunLoop:
         self.memory = PeakMemory(device)
 
     def run(self, steps, state, scratch):
-        """The state after every step (scratch: a spare state buffer or None)."""
+        """The state after every step (scratch: a spare state buffer or None). On the GPU the next
+        gate uploaded per step is staged while the device runs the current one (GateStaging)."""
+        steps = list(steps)
+        following = _following_gates(steps)
         layout = standard_layout(state.size.bit_length() - 1) if self.gathered and scratch is not None else None
+        staging = GateStaging(self.backend, self.device)
         if self.backend_run:
             self.backend.start_run()
         try:
-            for step in steps:
+            staging.stage(next((step for step in steps if isinstance(step, GateStep)), None))
+            for step, next_gate in zip(steps, following):
                 if layout is not None and (isinstance(step, Action) or step.skip is not None):
                     state, scratch, layout = self._standard(state, scratch, layout)
                 if isinstance(step, Action):
                     self.time(step.kind, step.apply, state)
                     continue
                 if step.skip is None or not step.skip(state):
-                    state, scratch, layout = self._apply_gate(step, state, scratch, layout)
+                    state, scratch, layout = self._apply_gate(step, state, scratch, layout, staging)
+                staging.stage(next_gate)  # while the device runs this gate
                 self.bar.update(1)
             if layout is not None:
                 state, scratch, layout = self._standard(state, scratch, layout)
         finally:
             self.bar.close()
             self.device.synchronize()
+            staging.close()
             if self.backend_run:
                 self.backend.finish_run()
         return state
@@ -136,16 +144,20 @@ class RunLoop:
         timer.stop()
         return value
 
-    def _apply_gate(self, step: GateStep, state, scratch, layout):
+    def _apply_gate(self, step: GateStep, state, scratch, layout, staging: GateStaging):
         """(state, scratch, layout) after the step's gate; layout None: the standard layout, no
-        gathering."""
+        gathering. The gate's matrix: the step's, else the one staged for it, else uploaded now."""
+        staged = staging.take(step)
+        matrix = step.matrix if staged is None else staged
         if layout is None:
             state, scratch, route = self.time(GATE, apply_gate_plan, self.backend, self.device, step.plan,
-                                              step.matrix, state, scratch, step.position, self.operations)
+                                              matrix, state, scratch, step.position, self.operations)
         else:
             state, scratch, layout = self.time(GATE, apply_gate_gathered, self.backend, self.device, step.plan,
-                                               step.matrix, state, scratch, layout, step.position, self.operations)
+                                               matrix, state, scratch, layout, step.position, self.operations)
             route = GATHERED
+        if staged is not None:
+            staging.done_with(staged)
         self.memory.sample()
         self.applied_plans.append(step.plan)
         self.gate_info.append(dict(self.backend.last_call_info, **step.info, layout=route))
@@ -155,6 +167,16 @@ class RunLoop:
         """The state back in the standard layout, timed on LAYOUT_COPY."""
         state, scratch = self.time(LAYOUT_COPY, in_standard_layout, state, scratch, layout)
         return state, scratch, standard_layout(len(layout))
+
+
+def _following_gates(steps: list) -> list:
+    """Per step, the first GateStep after it (None for none)."""
+    following, upcoming = [], None
+    for step in reversed(steps):
+        following.append(upcoming)
+        if isinstance(step, GateStep):
+            upcoming = step
+    return following[::-1]
 
 
 def apply_gate_plan(backend, device, plan, matrix, state, scratch, position: int, operations: int) -> tuple:

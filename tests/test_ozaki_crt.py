@@ -519,7 +519,8 @@ def test_apply_batched_non_finite_input_raises(operand, device, rng):
 def test_gpu_apply_batched_holds_its_workspace_and_no_more(rng):
     """The memory cupy's pool holds after a gate in many chunks grows by the workspace at most
     (B's residues, the gathered columns and one scratch reused by every chunk), not by a chunk's
-    arrays allocated anew beside cached ones of other sizes."""
+    arrays allocated anew beside cached ones of other sizes; and a small state takes buffers
+    for its own columns, not the workspace's."""
     import cupy as cp
 
     k = 256
@@ -535,6 +536,11 @@ def test_gpu_apply_batched_holds_its_workspace_and_no_more(rng):
     cp.cuda.Device().synchronize()
     assert backend.statistics()["calls"] >= 7
     assert pool.total_bytes() - before <= workspace + (1 << 20)
+    small = cp.asarray(seed_paper_matrix(rng, (2, k, 3), 1.0, True))  # 6 columns: buffers for 6, not 3000
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    crt(16).apply_batched(u, small, small)  # the automatic workspace: most of the free memory
+    assert pool.total_bytes() - before <= backend.gate_workspace(k, 6) + (1 << 20)
 
 
 @pytest.mark.parametrize("m", [10, 16])

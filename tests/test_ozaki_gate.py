@@ -341,14 +341,18 @@ def test_fused_out_of_place_and_nonfinite(rng):
 
 @pytest.mark.gpu
 @requires_gpu
-def test_deferred_nonfinite_check_in_a_run(rng):
+@pytest.mark.parametrize("name, options, k", [("int8-7", {}, 8), ("int8-auto", {"large_gates": "ozaki2"}, 128)])
+def test_deferred_nonfinite_check_in_a_run(name, options, k, rng):
+    """The fused kernels and Ozaki-II gates flag NaN or Inf in the state on the device; a run
+    reads the flag once, at its end."""
     import cupy as cp
 
-    backend = gemm_backend.get("int8-7")
-    x = cp.asarray(crandn(rng, 4, 8, 2))
+    backend = gemm_backend.get(name, **options)
+    x = cp.asarray(crandn(rng, 4, k, 2))
     x[0, 0, 0] = cp.inf
     backend.start_run()
-    backend.apply_batched(cp.asarray(haar_unitary(8, rng)), x, x)  # no error yet: deferred
+    backend.apply_batched(cp.asarray(haar_unitary(k, rng)), x, x)  # no error yet: deferred
+    assert backend.last_call_info["scheme"] == ("ozaki2" if k == 128 else "ozaki1")
     with pytest.raises(BackendError, match="NaN or Inf"):
         backend.finish_run()
 

@@ -70,6 +70,9 @@ class ZgemmBackend(GemmBackend):
         if is_gpu_array(u) and u.shape[0] in self.dmma_dims and dmma_available():
             self._fragments[id(u)] = (u, gate_fragments(u))
 
+    def release(self, u) -> None:
+        self._fragments.pop(id(u), None)
+
     def finish_run(self) -> None:
         self._fragments.clear()
 

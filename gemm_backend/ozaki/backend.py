@@ -97,7 +97,7 @@ class OzakiBackend(GemmBackend):
         self._running = False  # between start_run and finish_run
         self._latest = None  # (u, Choice) of the last gate chosen for in this run, not prepared
         self._ozaki2_backends = {}  # (moduli, gaussian) -> the OzakiCrtBackend of Ozaki-II gates and products
-        self._deferred_flag = None  # a device int32 set by the fused kernel on NaN/Inf, while a run defers checks
+        self._deferred_flag = None  # a device int32 set by the fused kernels and Ozaki-II gates on NaN/Inf, while a run defers checks
         self.options = {"splits": splits, "workspace_bytes": self.workspace.report(),
                         "fused": fused, **self.split_rule.option_report(self.large_gates)}
         self.reset_statistics()
@@ -255,7 +255,8 @@ class OzakiBackend(GemmBackend):
         return ozaki1 or ozaki2
 
     def _apply_ozaki2(self, choice: Choice, u, x, out, on_gpu: bool) -> None:
-        self._ozaki2_backend(choice, Workspace(self.workspace.for_gate_call(on_gpu))).apply_batched(u, x, out)
+        ozaki2 = self._ozaki2_backend(choice, Workspace(self.workspace.for_gate_call(on_gpu)))
+        ozaki2.apply_gate(u, x, out, self._deferred_flag if on_gpu else None)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
                                "rule": self.rule, "kernel": OZAKI2,
@@ -302,6 +303,9 @@ class OzakiBackend(GemmBackend):
             launch = plan_launch(k, choice.plan) if fused else None
             if launch is not None:
                 build_kernel(launch)
+
+    def release(self, u) -> None:
+        self._prepared.pop(id(u), None)
 
     def start_run(self) -> None:
         cp = cupy_module()

@@ -165,15 +165,22 @@ class OzakiCrtBackend(GemmBackend):
                 tiles.multiply(a_residues, a_scales[rows], b_tile, out_rows[rows, b_tile.embedded])
 
     def apply_batched(self, u, x, out):
-        """out[l] = u @ x[l] for every l (GemmBackend.apply_batched; out may be x), B = u^T.
+        """out[l] = u @ x[l] for every l (GemmBackend.apply_batched; out may be x), B = u^T:
+        apply_gate, x's NaN or Inf raised at its end."""
+        self.apply_gate(u, x, out)
+
+    def apply_gate(self, u, x, out, nonfinite=None) -> None:
+        """apply_batched, with x's NaN or Inf flagged on the GPU in nonfinite, a device int32
+        (1,) the caller reads later (int8-auto: at the end of its run, so no gate waits for the
+        device); None: read here, after the last chunk.
 
         The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
-        gate's residues are made once for all chunks; a chunk's columns are gathered into one buffer,
-        which then takes their results; the GPU's residues and products reuse one scratch for
-        every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN or
-        Inf raises BackendError before any work; x's after the last chunk (one synchronisation
-        per call, not one per chunk), its chunks already written."""
+        gate's residues are made once for all chunks; a chunk's columns are gathered into one
+        buffer, which then takes their results; the GPU's residues and products reuse one scratch
+        for every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN
+        or Inf raises BackendError before any work; x's on the CPU at its chunk, on the GPU after
+        the last chunk (or when the caller reads nonfinite), its chunks already written."""
         n_left, k, n_right = x.shape
         xp, on_gpu = array_module(x), is_gpu_array(x)
         self._check_inner(k)
@@ -184,36 +191,39 @@ class OzakiCrtBackend(GemmBackend):
         b = xp.ascontiguousarray(u.T, dtype=xp.complex128)
         # the buffers come before any write to out, so an automatic workspace may redo them alone
         chunk_rows, tile_rows, gate, gathered, tiles = self.workspace.run(
-            on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace))
-        finite = True
+            on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace, n_left * n_right))
+        flag = (xp.zeros(1, xp.int32) if nonfinite is None else nonfinite) if on_gpu else None
         for ls, rs in iter_column_chunks(n_left, n_right, even_step(n_left * n_right, chunk_rows)):
             block = x[ls, :, rs]
             lc, _, rc = block.shape
             self._count(lc * rc, k, k)
             rows = gathered[:lc * rc]
             rows.reshape(lc, rc, k)[...] = block.transpose(0, 2, 1)
-            finite = finite & self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows)
+            self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows, flag)
             out[ls, :, rs] = rows.reshape(lc, rc, k).transpose(0, 2, 1)
-        _check_finite(finite, "a")
+        if on_gpu and nonfinite is None:
+            _check_finite(flag[0] == 0, "a")
 
-    def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int):
+    def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int, nonfinite) -> None:
         """a_rows (n, 2k) float64 (a chunk's gathered columns) := their products with the gate,
-        `tile_rows` rows at a time; returns whether a_rows were finite (a 0-d device array on
-        the GPU: not synchronised)."""
-        a_scales, finite = _ROW_SCALES[is_gpu_array(a_rows)](a_rows, self.plan.a_bits)
-        if not is_gpu_array(a_rows):  # free on the host, and spares numpy's warnings on NaN residues
-            _check_finite(finite, "a")
+        `tile_rows` rows at a time. NaN or Inf in a_rows: BackendError on the CPU, nonfinite set
+        on the GPU."""
+        if is_gpu_array(a_rows):
+            a_scales = _gpu_row_scales(a_rows, self.plan.a_bits, nonfinite)[0]
+        else:
+            a_scales, finite = row_scales(a_rows, self.plan.a_bits)
+            _check_finite(finite, "a")  # before numpy makes residues of NaN
         for rows in _steps(a_rows.shape[0], tile_rows):
             a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])  # before the results overwrite a_rows
             tiles.multiply(a_residues, a_scales[rows], gate, a_rows[rows])
-        return finite
 
-    def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int) -> tuple:
-        """(chunk_rows, tile_rows, gate, gathered, tiles) of apply_batched within `workspace`
-        bytes: the chunk and tile sizes, B as one tile, the buffer of a chunk's columns and the
-        tile arithmetic with its scratch."""
+    def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int, columns: int) -> tuple:
+        """(chunk_rows, tile_rows, gate, gathered, tiles) of apply_gate on `columns` state columns
+        within `workspace` bytes: the chunk and tile sizes (buffers no larger than the columns
+        need), B as one tile, the buffer of a chunk's columns and the tile arithmetic with its
+        scratch."""
         k = layout.k
-        chunk_rows = self.chunk_columns(k, workspace)
+        chunk_rows = min(self.chunk_columns(k, workspace), columns)
         # the CPU's float64 residues and products cost more per row: it takes a chunk in several tiles
         cpu_rows = (workspace - k * layout.b_col_bytes(False)) // layout.a_row_bytes(k, False)
         tile_rows = chunk_rows if on_gpu else max(1, min(chunk_rows, cpu_rows))
@@ -391,9 +401,10 @@ class _GpuTiles:
 _TILES = {False: _CpuTiles, True: _GpuTiles}
 
 
-def _gpu_row_scales(rows, bits: int):
-    """crt.row_scales by the crt_row_scales kernel: (scales, finite) on the device."""
-    return per_row_int32(_module().get_function("crt_row_scales"), rows, bits)
+def _gpu_row_scales(rows, bits: int, nonfinite=None):
+    """crt.row_scales by the crt_row_scales kernel: (scales, finite) on the device (nonfinite:
+    kernel_launch.per_row_int32's)."""
+    return per_row_int32(_module().get_function("crt_row_scales"), rows, bits, nonfinite)
 
 
 _ROW_SCALES = {False: row_scales, True: _gpu_row_scales}

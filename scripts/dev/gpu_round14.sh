@@ -5,6 +5,9 @@
 #                                                   # the tree in .old (if any, `git archive` of the baseline) and of
 #                                                   # this tree, automatic workspace (capped per gate) and 8 GiB
 #                                                   # (WORKSPACES="auto 4 8": GiB; the baseline runs auto only)
+#   bash scripts/dev/gpu_round14.sh OUTDIR staging  # d = 8, 9, 10 brickwork at N = 30, depth 4, default and
+#                                                   # --target-error 1e-10: .old (the baseline) against this tree
+#                                                   # (large gates staged one step ahead)
 #   bash scripts/dev/gpu_round14.sh OUTDIR bench    # gates d = 5 .. 10 (SIZES) at N = 30, first targets 0 and top:
 #                                                   # cublas, int8-auto, --target-error 1e-10 side by side
 # Name the kind (nvidia-h100-x1) so that the figures are the H100's; carry .whl (and .old for the baseline).
@@ -24,10 +27,10 @@ export PYTHONPATH="$PWD${site:+:$site}"
 qsim=(python3 -c "import sys; from qsim.cli import main; sys.exit(main())")
 
 if [[ $what == tests ]]; then
-  workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n 16)
+  workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n "${GPU_TEST_WORKERS:-8}")
   [[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
   timeout "${TEST_SECONDS:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" --durations=5 -rf \
-    tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py tests/test_ozaki.py tests/test_ozaki_crt_kernels.py 2>&1 \
+    ${TESTS:-tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py tests/test_ozaki.py tests/test_ozaki_crt_kernels.py} 2>&1 \
     | grep -v -i warn | tee "$out/gpu_tests.log" | tail -12
 fi
 
@@ -47,6 +50,22 @@ if [[ $what == memory ]]; then
       done
     done
   done | tee "$out/memory.log"
+fi
+
+if [[ $what == staging ]]; then
+  trees=(.); [[ -d .old ]] && trees=(.old .)
+  for d in ${SIZES:-9 8 10}; do
+    for target in fp64 1e-10; do
+      flag=(); [[ $target != fp64 ]] && flag=(--target-error "$target")
+      for tree in "${trees[@]}"; do
+        name=$([[ $tree == .old ]] && echo before || echo after)
+        (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 120 "${qsim[@]}" run --qubits 30 --gate-size "$d" \
+          --depth 4 --seed 1 --backend int8-auto --device gpu --no-progress "${flag[@]}" \
+          --json "$out/staging_d${d}_${target}_${name}.json") 2>&1 \
+          | grep -E "per gate|rror" | sed "s/^/d=$d $target $name  /"
+      done
+    done
+  done | tee "$out/staging.log"
 fi
 
 if [[ $what == bench ]]; then

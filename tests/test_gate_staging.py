@@ -1,0 +1,99 @@
+import numpy as np
+import pytest
+
+from circuits import Circuit, Condition, Gate, Measure, brickwork
+from qsim import Simulator
+from qsim.device import Device
+from qsim.gate_staging import GateStaging
+from qsim.run_loop import Action, GateStep, _following_gates
+
+from .conftest import requires_gpu
+from .helpers import same_bits
+
+
+class _Plan:
+    def __init__(self, k):
+        self.k, self.matrix = k, np.eye(k, dtype=complex)
+
+
+def test_each_step_stages_the_next_gate_step_past_actions():
+    gates = [GateStep(0, _Plan(128)), Action("exchange", print), GateStep(1, _Plan(4), matrix="prepared"),
+             GateStep(2, _Plan(256)), Action("exchange", print)]
+    assert _following_gates(gates) == [gates[2], gates[2], gates[3], None, None]
+    assert _following_gates([]) == []
+
+
+def test_staging_is_inert_on_the_cpu():
+    calls = []
+
+    class Backend:
+        def prepare(self, u):
+            calls.append(u)
+
+    staging = GateStaging(Backend(), Device("cpu"))
+    step = GateStep(0, _Plan(128))
+    staging.stage(step)
+    assert staging.take(step) is None and not calls
+    staging.close()
+
+
+def _mixed_circuit() -> Circuit:
+    """Gates of 7 and 8 qubits (uploaded per step, so staged one step ahead on the GPU) between
+    small prepared ones."""
+    return Circuit(10, brickwork(10, 7, 3, seed=4).gates + brickwork(10, 2, 2, seed=5).gates
+                   + brickwork(10, 8, 1, seed=6).gates)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("backend, options", [("int8-auto", {}), ("int8-auto", {"target_error": 1e-10}),
+                                              ("int8-crt-14", {}), ("int8-9", {})])
+def test_gpu_runs_with_staged_gates_have_the_cpus_bits(backend, options):
+    gpu, cpu = (Simulator(backend, device, progress=False, **options).run(_mixed_circuit()) for device in ("gpu", "cpu"))
+    assert same_bits(gpu.state_vector(), cpu.state_vector())
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("backend", ["cublas", "fp16x2"])
+def test_gpu_runs_with_staged_gates_match_the_cpu(backend):
+    gpu, cpu = (Simulator(backend, device, progress=False).run(_mixed_circuit()) for device in ("gpu", "cpu"))
+    tolerance = 1e-12 if backend == "cublas" else 1e-5
+    assert np.abs(gpu.state_vector() - cpu.state_vector()).max() < tolerance
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_gpu_staging_prepares_every_large_gate_once_and_releases_it(monkeypatch, seed):
+    """int8-auto plans each staged gate once, in prepare (on the side stream), and keeps nothing
+    after the run; the conditional gate a trajectory skips was staged and is released too. The
+    state has the CPU's bits."""
+    import gemm_backend.ozaki.backend as ozaki_backend
+
+    calls = {"prepare": [], "release": [], "_gate_choice": []}
+    for name, log in calls.items():
+        original = getattr(ozaki_backend.OzakiBackend, name)
+        monkeypatch.setattr(ozaki_backend.OzakiBackend, name,
+                            lambda self, u, *rest, _log=log, _f=original: (_log.append(u), _f(self, u, *rest))[1])
+    low, high = tuple(range(7)), tuple(range(2, 9))
+    circuit = Circuit(9, [Gate(low, _haar(128, 1)), Gate((7, 8), _haar(4, 2)), Measure((0,), (0,)),
+                          Gate(high, _haar(128, 3), condition=Condition.equals((0,), 0)),
+                          Gate(high, _haar(128, 4), condition=Condition.equals((0,), 1)),
+                          Gate(tuple(range(1, 9)), _haar(256, 5))], n_clbits=1)
+    simulator = Simulator(backend="int8-auto", device="gpu", progress=False)
+    result = simulator.run(circuit, seed=seed)
+    staged = [u for u in calls["prepare"] if u.shape[0] > 64]
+    assert [u.shape[0] for u in staged] == [128, 128, 128, 256]  # every large gate, the skipped one too
+    assert sorted(map(id, staged)) == sorted(id(u) for u in calls["release"] if u.shape[0] > 64)
+    for u in staged:  # planned in prepare only: apply_batched took that choice
+        assert sum(v is u for v in calls["_gate_choice"]) == 1
+    assert not simulator.backend._prepared
+    reference = Simulator(backend="int8-auto", device="cpu", progress=False).run(circuit, seed=seed)
+    assert same_bits(result.state_vector(), reference.state_vector())
+
+
+def _haar(k, seed):
+    from scipy.stats import unitary_group
+
+    return unitary_group.rvs(k, random_state=seed)
