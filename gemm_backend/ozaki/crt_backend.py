@@ -30,6 +30,7 @@ from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
 from ..registry import moduli_counts
+from ..transpose import transpose_into
 from ..workspace import even_step
 
 SCHEME = "ozaki2"
@@ -176,8 +177,9 @@ class OzakiCrtBackend(GemmBackend):
 
         The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
-        gate's residues are made once for all chunks; a chunk's columns are gathered into one
-        buffer, which then takes their results; the GPU's residues and products reuse one scratch
+        gate's residues are made once for all chunks; a chunk's columns are read and written in
+        place where R = 1 (rows of x and out), else gathered into one buffer, which then takes
+        their results; the GPU's residues and products reuse one scratch
         for every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN
         or Inf raises BackendError before any work; x's on the CPU at its chunk, on the GPU after
         the last chunk (or when the caller reads nonfinite), its chunks already written."""
@@ -190,45 +192,54 @@ class OzakiCrtBackend(GemmBackend):
             return
         b = xp.ascontiguousarray(u.T, dtype=xp.complex128)
         # the buffers come before any write to out, so an automatic workspace may redo them alone
+        # R = 1 with rows of K contiguous amplitudes: the columns are rows of x and of out already
+        direct = n_right == 1 and x[:, :, 0].flags.c_contiguous and out[:, :, 0].flags.c_contiguous
         chunk_rows, tile_rows, gate, gathered, tiles = self.workspace.run(
-            on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace, n_left * n_right))
+            on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace, n_left * n_right, direct))
         flag = (xp.zeros(1, xp.int32) if nonfinite is None else nonfinite) if on_gpu else None
         for ls, rs in iter_column_chunks(n_left, n_right, even_step(n_left * n_right, chunk_rows)):
             block = x[ls, :, rs]
             lc, _, rc = block.shape
             self._count(lc * rc, k, k)
+            if direct:
+                self._multiply_chunk(block[:, :, 0].view(xp.float64), gate, tiles, tile_rows, flag,
+                                     out[ls, :, 0].view(xp.float64))
+                continue
             rows = gathered[:lc * rc]
-            rows.reshape(lc, rc, k)[...] = block.transpose(0, 2, 1)
-            self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows, flag)
-            out[ls, :, rs] = rows.reshape(lc, rc, k).transpose(0, 2, 1)
+            transpose_into(block, rows.reshape(lc, rc, k))
+            self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows, flag, rows.view(xp.float64))
+            transpose_into(rows.reshape(lc, rc, k), out[ls, :, rs])
         if on_gpu and nonfinite is None:
             _check_finite(flag[0] == 0, "a")
 
-    def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int, nonfinite) -> None:
-        """a_rows (n, 2k) float64 (a chunk's gathered columns) := their products with the gate,
-        `tile_rows` rows at a time. NaN or Inf in a_rows: BackendError on the CPU, nonfinite set
-        on the GPU."""
+    def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int, nonfinite, out_rows) -> None:
+        """out_rows (n, 2k) float64 := the products of a chunk's columns a_rows (n, 2k) float64
+        with the gate, `tile_rows` rows at a time (out_rows may be a_rows: a tile's residues are
+        made before its results are written). NaN or Inf in a_rows: BackendError on the CPU,
+        nonfinite set on the GPU."""
         if is_gpu_array(a_rows):
             a_scales = _gpu_row_scales(a_rows, self.plan.a_bits, nonfinite)[0]
         else:
             a_scales, finite = row_scales(a_rows, self.plan.a_bits)
             _check_finite(finite, "a")  # before numpy makes residues of NaN
         for rows in _steps(a_rows.shape[0], tile_rows):
-            a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])  # before the results overwrite a_rows
-            tiles.multiply(a_residues, a_scales[rows], gate, a_rows[rows])
+            a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])
+            tiles.multiply(a_residues, a_scales[rows], gate, out_rows[rows])
 
-    def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int, columns: int) -> tuple:
+    def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int, columns: int,
+                      direct: bool) -> tuple:
         """(chunk_rows, tile_rows, gate, gathered, tiles) of apply_gate on `columns` state columns
         within `workspace` bytes: the chunk and tile sizes (buffers no larger than the columns
-        need), B as one tile, the buffer of a chunk's columns and the tile arithmetic with its
-        scratch."""
+        need), B as one tile, the buffer of a chunk's columns (None when direct: no copies) and
+        the tile arithmetic with its scratch."""
         k = layout.k
         chunk_rows = min(self.chunk_columns(k, workspace), columns)
         # the CPU's float64 residues and products cost more per row: it takes a chunk in several tiles
         cpu_rows = (workspace - k * layout.b_col_bytes(False)) // layout.a_row_bytes(k, False)
         tile_rows = chunk_rows if on_gpu else max(1, min(chunk_rows, cpu_rows))
         tiles = _TILES[on_gpu](layout, tile_rows, k)
-        return chunk_rows, tile_rows, self._b_tile(tiles, b, slice(0, k), k), xp.empty((chunk_rows, k), xp.complex128), tiles
+        gathered = None if direct else xp.empty((chunk_rows, k), xp.complex128)
+        return chunk_rows, tile_rows, self._b_tile(tiles, b, slice(0, k), k), gathered, tiles
 
     def chunk_columns(self, k: int, workspace: int) -> int:
         """State columns per chunk of apply_batched for gates of inner size k within `workspace`

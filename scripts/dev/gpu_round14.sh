@@ -8,6 +8,8 @@
 #   bash scripts/dev/gpu_round14.sh OUTDIR staging  # d = 8, 9, 10 brickwork at N = 30, depth 4, default and
 #                                                   # --target-error 1e-10: .old (the baseline) against this tree
 #                                                   # (large gates staged one step ahead)
+#   bash scripts/dev/gpu_round14.sh OUTDIR headline # qsim run at N = 30, seed 1, --gate-size 8 (depth 4) and 10
+#                                                   # (depth 2), cublas and int8-auto: total, per gate, peak memory
 #   bash scripts/dev/gpu_round14.sh OUTDIR bench    # gates d = 5 .. 10 (SIZES) at N = 30, first targets 0 and top:
 #                                                   # cublas, int8-auto, --target-error 1e-10 side by side
 # Name the kind (nvidia-h100-x1) so that the figures are the H100's; carry .whl (and .old for the baseline).
@@ -66,6 +68,17 @@ if [[ $what == staging ]]; then
       done
     done
   done | tee "$out/staging.log"
+fi
+
+if [[ $what == headline ]]; then
+  for d in 8 10; do
+    depth=$([[ $d == 8 ]] && echo 4 || echo 2)
+    for backend in cublas int8-auto; do
+      timeout 200 "${qsim[@]}" run --qubits 30 --gate-size "$d" --depth "$depth" --seed 1 --backend "$backend" \
+        --device gpu --no-progress --json "$out/headline_d${d}_${backend}.json" 2>&1 \
+        | grep -E "total time|per gate|peak memory|rror" | sed "s/^/d=$d $backend  /"
+    done
+  done | tee "$out/headline.log"
 fi
 
 if [[ $what == bench ]]; then
