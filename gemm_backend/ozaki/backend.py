@@ -34,6 +34,7 @@ from ..arrays import array_module, cupy_module, gpu_available, is_gpu_array, ite
 from ..base import GemmBackend, check_matmul_operands
 from ..errors import BackendError
 from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_PASSES, measured_passes, roofline_passes
+from ..transpose import transpose_into
 from ..workspace import Workspace
 from .cost import WIDE_GATE_K, ozaki2_gate_passes, wide_gate_passes
 from .crt_backend import OzakiCrtBackend
@@ -358,7 +359,8 @@ class OzakiBackend(GemmBackend):
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
             block = x[ls, :, rs]
             lc, _, rc = block.shape
-            rows = xp.ascontiguousarray(block.transpose(0, 2, 1)).reshape(lc * rc, k)
+            rows = xp.empty((lc * rc, k), xp.complex128)
+            transpose_into(block, rows.reshape(lc, rc, k))
             a_rows = rows.view(xp.float64)
             a_exps, finite = row_exponents(a_rows, plan.bits)
             if not bool(finite):
@@ -371,7 +373,7 @@ class OzakiBackend(GemmBackend):
                 tiles = whole_gate
             product = xp.empty((lc * rc, k), xp.complex128)
             multiply(a_rows, a_exps, tiles, 2, product.view(xp.float64), row_step)
-            out[ls, :, rs] = product.reshape(lc, rc, k).transpose(0, 2, 1)
+            transpose_into(product.reshape(lc, rc, k), out[ls, :, rs])
 
     def _scan(self, a_rows, b, width: int, workspace: int):
         """Row exponents of A (m,) and of the embedded rows of B (width * n,), int32, after
