@@ -20,7 +20,8 @@ from .gathered_layout import apply_gathered, in_standard_layout, standard_layout
 GATE = "gate"  # the timer of the gates
 GATHERED = "gathered"  # gate_info's layout of a gate run through qsim.gathered_layout
 LAYOUT_COPY = "layout copy"  # the timer of the copies back to the standard layout (gathered runs)
-# Gates up to this size are uploaded once before the run (and prepared by the backend then).
+# Gates up to this size are uploaded once before the run (and prepared by the backend then); larger
+# ones are uploaded and prepared one step ahead on the GPU (gate_staging.py), when their step comes on the CPU.
 PREPARED_MAX_DIM = 64
 # Kernels choose their variant by the stride R of the (L, K, R) view; a warm-up block of stride
 # min(R, STRIDE_CLASS_LIMIT) takes the same variant (and R = 2^q keeps it a power of two).
