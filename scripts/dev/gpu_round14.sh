@@ -36,39 +36,39 @@ if [[ $what == tests ]]; then
     | grep -v -i warn | tee "$out/gpu_tests.log" | tail -12
 fi
 
-if [[ $what == memory ]]; then
-  trees=(.); [[ -d .old && -z ${NO_BASELINE:-} ]] && trees=(.old .)
-  for d in 10 9; do
-    for tree in "${trees[@]}"; do
-      for workspace in ${WORKSPACES:-auto 8}; do
-        [[ $tree == .old && $workspace != auto ]] && continue
-        flag=(); [[ $workspace != auto ]] && flag=(--workspace-gib "$workspace")
-        name=$([[ $tree == .old ]] && echo before || echo after)
-        # run from inside the tree: `python3 -c` puts the working directory first on sys.path
-        (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 120 "${qsim[@]}" run --qubits 30 --gate-size "$d" \
-          --depth 2 --seed 1 --backend int8-auto --device gpu --no-progress "${flag[@]}" \
-          --json "$out/run_d${d}_${name}_${workspace}.json") 2>&1 \
-          | grep -E "per gate|peak memory|rror" | sed "s/^/d=$d $name workspace=$workspace  /"
+# run_in TREE PATTERN PREFIX JSON ARGS...: the CLI from inside TREE (`python3 -c` puts the working directory first
+# on sys.path), its summary lines that match PATTERN, prefixed
+run_in() {
+  local tree=$1 pattern=$2 prefix=$3 json=$4; shift 4
+  (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 120 "${qsim[@]}" run --qubits 30 --seed 1 --backend int8-auto \
+    --device gpu --no-progress --json "$json" "$@") 2>&1 | grep -E "$pattern|rror" | sed "s/^/$prefix  /"
+}
+trees=(.); [[ -d .old && -z ${NO_BASELINE:-} ]] && trees=(.old .)
+# sweep KIND DEPTH PATTERN SIZES BASELINE VARIANT...: brickwork of each size in SIZES for each VARIANT
+# (LABEL:FLAGS) in this tree, and in .old for every variant (BASELINE all) or the first (first)
+sweep() {
+  local kind=$1 depth=$2 pattern=$3 sizes=$4 baseline=$5 first=${6%%:*}; shift 5
+  for d in $sizes; do
+    for variant in "$@"; do
+      local label=${variant%%:*} flags
+      read -ra flags <<< "${variant#*:}"
+      for tree in "${trees[@]}"; do
+        [[ $tree == .old && $baseline != all && $label != "$first" ]] && continue
+        local name; name=$([[ $tree == .old ]] && echo before || echo after)
+        run_in "$tree" "$pattern" "d=$d $label $name" "$out/${kind}_d${d}_${label}_${name}.json" \
+          --gate-size "$d" --depth "$depth" "${flags[@]}"
       done
     done
-  done | tee "$out/memory.log"
+  done | tee "$out/$kind.log"
+}
+
+if [[ $what == memory ]]; then
+  variants=()
+  for w in ${WORKSPACES:-auto 8}; do [[ $w == auto ]] && variants+=("auto:") || variants+=("$w:--workspace-gib $w"); done
+  sweep memory 2 "per gate|peak memory" "10 9" first "${variants[@]}"
 fi
 
-if [[ $what == staging ]]; then
-  trees=(.); [[ -d .old ]] && trees=(.old .)
-  for d in ${SIZES:-9 8 10}; do
-    for target in fp64 1e-10; do
-      flag=(); [[ $target != fp64 ]] && flag=(--target-error "$target")
-      for tree in "${trees[@]}"; do
-        name=$([[ $tree == .old ]] && echo before || echo after)
-        (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 120 "${qsim[@]}" run --qubits 30 --gate-size "$d" \
-          --depth 4 --seed 1 --backend int8-auto --device gpu --no-progress "${flag[@]}" \
-          --json "$out/staging_d${d}_${target}_${name}.json") 2>&1 \
-          | grep -E "per gate|rror" | sed "s/^/d=$d $target $name  /"
-      done
-    done
-  done | tee "$out/staging.log"
-fi
+[[ $what == staging ]] && sweep staging 4 "per gate" "${SIZES:-9 8 10}" all "fp64:" "1e-10:--target-error 1e-10"
 
 if [[ $what == headline ]]; then
   for d in 8 10; do
