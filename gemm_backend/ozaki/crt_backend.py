@@ -11,6 +11,8 @@ operands' own size per complex GEMM, linear in m (Ozaki-I needs O(s^2)).
 
 Large products run in tiles (rows of A x columns of B) that keep the working memory within
 workspace_bytes; the columns of B are the outer loop, so their residues are made once per tile.
+A simulator's gate (apply_gate) makes the gate's residues once and takes the state's columns in
+chunks of one tile, each reusing the same buffers.
 CPU: the INT8 products are float64 GEMMs of the residues, exact because k 128^2 < 2^53; the
 reconstruction is crt.CrtAccumulator. GPU (kernels/ozaki_crt.cu): one kernel writes the residues
 of every modulus and part side by side in each row, one cublas_ex.gemm_tn_blocks call
@@ -178,11 +180,11 @@ class OzakiCrtBackend(GemmBackend):
         The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
         gate's residues are made once for all chunks; a chunk's columns are read and written in
-        place where R = 1 (rows of x and out), else gathered into one buffer, which then takes
-        their results; the GPU's residues and products reuse one scratch
-        for every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN
-        or Inf raises BackendError before any work; x's on the CPU at its chunk, on the GPU after
-        the last chunk (or when the caller reads nonfinite), its chunks already written."""
+        place where R = 1 (rows of x and out), else gathered into one buffer (transpose_into),
+        which then takes their results; the GPU's residues and products reuse one scratch for
+        every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN or
+        Inf raises BackendError before any work; x's on the CPU at its chunk, on the GPU after the
+        last chunk (or when the caller reads nonfinite), its chunks already written."""
         n_left, k, n_right = x.shape
         xp, on_gpu = array_module(x), is_gpu_array(x)
         self._check_inner(k)
@@ -191,9 +193,9 @@ class OzakiCrtBackend(GemmBackend):
         if x.size == 0:
             return
         b = xp.ascontiguousarray(u.T, dtype=xp.complex128)
-        # the buffers come before any write to out, so an automatic workspace may redo them alone
         # R = 1 with rows of K contiguous amplitudes: the columns are rows of x and of out already
         direct = n_right == 1 and x[:, :, 0].flags.c_contiguous and out[:, :, 0].flags.c_contiguous
+        # the buffers come before any write to out, so an automatic workspace may redo them alone
         chunk_rows, tile_rows, gate, gathered, tiles = self.workspace.run(
             on_gpu, lambda workspace: self._gate_buffers(b, layout, xp, on_gpu, workspace, n_left * n_right, direct))
         flag = (xp.zeros(1, xp.int32) if nonfinite is None else nonfinite) if on_gpu else None
@@ -357,7 +359,8 @@ class _BTile:
 # -- CPU ------------------------------------------------------------------------------------------
 class _CpuTiles:
     """The CPU's tile arithmetic: crt.residues, float64 GEMMs of the residues (exact: integers
-    below k 128^2 < 2^53), crt.CrtAccumulator. Arrays are made per tile (numpy's allocator)."""
+    below k 128^2 < 2^53), crt.CrtAccumulator. Arrays are made per tile (numpy's allocator), so
+    the tile size (rows x cols, _GpuTiles' scratch) is not needed."""
 
     def __init__(self, layout: CrtLayout, rows: int, cols: int):
         self.layout = layout
