@@ -375,8 +375,9 @@ def test_apply_batched_plans_from_the_gate_alone(bound, rule, rng):
 @pytest.mark.parametrize("target_error", [None, 1e-10])
 def test_large_gates_on_ozaki2(target_error, rng):
     """With large_gates="ozaki2", gates above the fused kernel's K = 64 run Ozaki-II with the
-    fewest moduli meeting the same target (target_error, or gamma_n with bound="worst-case"): the
-    bits of int8-crt-<m>, and an error within its bound."""
+    fewest moduli meeting the same target (target_error, or gamma_n with bound="worst-case"), on
+    Gaussian moduli (two INT8 products each, against three: cheaper at these counts): the bits of
+    int8-gcrt-<m>, and an error within its bound."""
     from gemm_backend.ozaki.crt import error_bound, moduli_for_target
     from gemm_backend.ozaki.bound import fp64_gemm_bound
 
@@ -389,18 +390,20 @@ def test_large_gates_on_ozaki2(target_error, rng):
     assert id(u) not in backend._prepared
     out = np.empty_like(x)
     backend.apply_batched(u, x, out)
-    moduli = moduli_for_target(target_error or fp64_gemm_bound(2 * k), k)
-    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": moduli, "gaussian": False, "rule": "target", "kernel": "ozaki2",
-                                      "bound": error_bound(moduli, k)}
+    target = target_error or fp64_gemm_bound(2 * k)
+    moduli = moduli_for_target(target, k, gaussian=True)
+    assert moduli_for_target(target, k) * 3 > moduli * 2  # the ordinary kind's INT8 products
+    assert backend.last_call_info == {"scheme": "ozaki2", "moduli": moduli, "gaussian": True, "rule": "target",
+                                      "kernel": "ozaki2", "bound": error_bound(moduli, k, gaussian=True)}
     crt = np.empty_like(x)
-    gemm_backend.get(f"int8-crt-{moduli}").apply_batched(u, x, crt)
+    gemm_backend.get(f"int8-gcrt-{moduli}").apply_batched(u, x, crt)
     assert same_bits(out, crt)
     rows = x.transpose(0, 2, 1).reshape(-1, k)
     hi, lo = matmul_dd(rows, u.T)
     exact = (hi + lo).reshape(3, 4, k).transpose(0, 2, 1)
     scale = np.linalg.norm(rows, axis=1).reshape(3, 1, 4) * np.linalg.norm(u, axis=1).reshape(1, k, 1)
     worst = max(np.abs((out - exact).real / scale).max(), np.abs((out - exact).imag / scale).max())
-    assert 0 < worst <= error_bound(moduli, k) + 4 * UNIT_ROUNDOFF
+    assert 0 < worst <= error_bound(moduli, k, gaussian=True) + 4 * UNIT_ROUNDOFF
     assert backend.statistics()["ozaki2_gates"] == 1 and backend.statistics()["splits_histogram"] == {}
 
 
@@ -465,7 +468,10 @@ def test_auto_at_512_takes_the_scheme_that_meets_the_target(rng):
         backend.gate_plan(u)
     backend.prepare(u)
     backend.apply_batched(u, x, np.empty_like(x))
-    assert backend.last_call_info["scheme"] == "ozaki2" and backend.last_call_info["moduli"] == 17
+    from gemm_backend.ozaki.crt import moduli_for_target
+
+    info = backend.last_call_info
+    assert (info["scheme"], info["moduli"], info["gaussian"]) == ("ozaki2", moduli_for_target(1e-17, 512, True), True)
     with pytest.raises(BackendError, match="meets target_error=1e-30; raise the target"):
         gemm_backend.get("int8-auto", target_error=1e-30).prepare(u)
 

@@ -293,6 +293,11 @@ def test_moduli_for_target():
     assert moduli_for_target(2.0**-53, 256) in (14, 15, 16)  # ~ FP64 needs 14-16 moduli
     assert moduli_for_target(2.0**-53, 4) <= moduli_for_target(2.0**-53, 1 << 16)
     assert moduli_for_target(1e-40, 256) is None
+    for target in (1e-10, 1e-14):  # Gaussian moduli carry about 7 bits each: one or two more
+        gaussian = moduli_for_target(target, 1024, gaussian=True)
+        assert error_bound(gaussian, 1024, gaussian=True) <= target < error_bound(gaussian - 1, 1024, gaussian=True)
+        assert moduli_for_target(target, 1024) <= gaussian <= moduli_for_target(target, 1024) + 2
+    assert moduli_for_target(1e-40, 256, gaussian=True) is None
     for bad_target in (0.0, -1.0, float("nan")):
         with pytest.raises(BackendError, match="positive"):
             moduli_for_target(bad_target, 256)

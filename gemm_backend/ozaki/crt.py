@@ -47,7 +47,7 @@ import numpy as np
 
 from ..arrays import array_module
 from ..errors import BackendError
-from ..registry import CRT_MODULI, moduli_counts
+from ..registry import moduli_counts
 
 MAX_INNER = (2**31 - 1) // 128**2  # 131071: k * 128 * 128 stays below 2^31 (int32 products exact)
 SCALE_BITS = 16  # row bounds use 16-bit ceilings of |x| / 2^e: q <= 2^16, sums of 2 MAX_INNER q^2 < 2^53
@@ -207,14 +207,15 @@ def error_bound(n_moduli: int, k: int, gaussian: bool = False) -> float:
             + 8 * k * growth**2 * 2.0**-plan.total_bits)
 
 
-def moduli_for_target(target: float, k: int):
-    """The fewest moduli m (in CRT_MODULI) with error_bound(m, k) <= target, or None when even
-    the largest m does not reach it. target: error relative to ||a_i||_2 ||b_j||_2 (error_bound)."""
+def moduli_for_target(target: float, k: int, gaussian: bool = False):
+    """The fewest moduli m (in CRT_MODULI; GAUSSIAN_MODULI when gaussian) with
+    error_bound(m, k, gaussian) <= target, or None when even the largest m does not reach it.
+    target: error relative to ||a_i||_2 ||b_j||_2 (error_bound)."""
     if not target > 0:
         raise BackendError(f"the error target must be a positive number, got {target!r}")
     if not 1 <= k <= MAX_INNER:
         raise BackendError(f"inner size k must be in 1..{MAX_INNER} for int8-crt, got {k}")
-    return next((m for m in CRT_MODULI if error_bound(m, k) <= target), None)
+    return next((m for m in moduli_counts(gaussian) if error_bound(m, k, gaussian) <= target), None)
 
 
 # -- step 1: scales -------------------------------------------------------------------------------
