@@ -31,10 +31,18 @@ class GateStaging:
             return
         self._drop_staged()
         self._release_passed()
-        with self._stream:
-            matrix = self._cp.asarray(step.plan.matrix)
-            self.backend.prepare(matrix)
-            ready = self._stream.record()
+        matrix = None
+        try:
+            with self._stream:
+                matrix = self._cp.asarray(step.plan.matrix)
+                self.backend.prepare(matrix)
+                ready = self._stream.record()
+        except MemoryError:  # cupy's OutOfMemoryError is one
+            # not staged: the gate is uploaded when its step comes, where running out of memory
+            # is reported with the operation's position
+            if matrix is not None:
+                self.backend.release(matrix)
+            return
         self._staged = (step, matrix, ready)
 
     def take(self, step):

@@ -97,3 +97,94 @@ def _haar(k, seed):
     from scipy.stats import unitary_group
 
     return unitary_group.rvs(k, random_state=seed)
+
+
+class _FakeCupy:
+    """The few cupy calls GateStaging makes, on the host: streams whose events pass when told."""
+
+    def __init__(self, fail_upload=False):
+        self.log, self.fail_upload = [], fail_upload
+        fake = self
+
+        class Event:
+            def __init__(self):
+                self.done = False
+                fake.events.append(self)
+
+        class Stream:
+            def __init__(self, non_blocking=False):
+                self.non_blocking = non_blocking
+
+            def __enter__(self):
+                fake.log.append("side")
+                return self
+
+            def __exit__(self, *exc):
+                fake.log.append("main")
+
+            def record(self):
+                return Event()
+
+            def wait_event(self, event):
+                fake.log.append(("wait", event))
+
+        class Cuda:
+            pass
+
+        self.events = []
+        self.cuda = Cuda()
+        self.cuda.Stream = Stream
+        self.cuda.get_current_stream = lambda: Stream()
+
+    def asarray(self, matrix):
+        if self.fail_upload:
+            raise MemoryError("out of memory")
+        return np.array(matrix)
+
+
+class _Device:
+    on_gpu = True
+
+    def __init__(self, xp):
+        self.xp = xp
+
+
+class _Backend:
+    def __init__(self):
+        self.prepared, self.released = [], []
+
+    def prepare(self, u):
+        self.prepared.append(u)
+
+    def release(self, u):
+        self.released.append(u)
+
+
+def test_staging_order_with_host_streams():
+    """A staged gate is uploaded and prepared on the side stream, taken for its own step only
+    (the main stream waits for it), kept until its gate's event passes, and released; a staged
+    gate that is not taken is released when the next is staged."""
+    fake, backend = _FakeCupy(), _Backend()
+    staging = GateStaging(backend, _Device(fake))
+    first, second, third = GateStep(0, _Plan(128)), GateStep(1, _Plan(256)), GateStep(2, _Plan(128))
+    staging.stage(first)
+    assert fake.log == ["side", "main"] and len(backend.prepared) == 1
+    assert staging.take(second) is None  # not the staged step
+    taken = staging.take(first)
+    assert taken is backend.prepared[0] and fake.log[-1] == ("wait", fake.events[0])
+    staging.done_with(taken)
+    staging.stage(second)
+    assert backend.released == []  # first's gate has not run yet
+    fake.events[1].done = True  # the main stream's event after first's gate
+    staging.stage(third)  # second was never taken: released; first's gate has passed: released
+    assert [u.shape[0] for u in backend.released] == [256, 128] and backend.released[1] is taken
+    staging.close()
+    assert [u.shape[0] for u in backend.released] == [256, 128, 128]
+
+
+def test_staging_that_runs_out_of_memory_leaves_the_gate_to_its_step():
+    backend = _Backend()
+    staging = GateStaging(backend, _Device(_FakeCupy(fail_upload=True)))
+    step = GateStep(0, _Plan(128))
+    staging.stage(step)
+    assert staging.take(step) is None and backend.prepared == [] and backend.released == []
