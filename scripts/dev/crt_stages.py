@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from gemm_backend import cublas_ex
+from gemm_backend import workspace as workspace_module
 from gemm_backend.ozaki import crt_backend as ozaki_crt
 from gemm_backend.arrays import cupy_module
 from gemm_backend.cublas_ex import gemm_tn, gemm_tn_blocks
@@ -58,7 +59,7 @@ def profile(name, r, k, c, moduli, workspace, repeats):
     b = random_complex(cp, (k, c), 2)
     a_rows = a[:row_step].view(cp.float64)
     b_rows = ozaki_crt._transposed_rows(b, slice(0, col_step))
-    tables = ozaki_crt._device_tables(moduli, cp.cuda.Device().id)
+    tables = ozaki_crt._device_tables(moduli, False, cp.cuda.Device().id)
     plan = backend.plan
 
     def scales():
@@ -91,7 +92,7 @@ def profile(name, r, k, c, moduli, workspace, repeats):
     int8_ops = 2.0 * row_step * col_step * layout.padded
     taken = "loop" if layout.padded >= cublas_ex.INT8_LOOP_MIN_INNER else "gemm"
     stage_sum = sum(times[key] for key in ("scales", "residues", taken, "reconstruct"))
-    return {"case": name, "m": moduli, "align": ozaki_crt.TILE_ALIGNMENT, "tile": f"{row_step} x {col_step}", "tiles": tiles,
+    return {"case": name, "m": moduli, "align": workspace_module.TILE_ALIGNMENT, "tile": f"{row_step} x {col_step}", "tiles": tiles,
             "scales": 1e3 * times["scales"], "residues": 1e3 * times["residues"], "gemm": 1e3 * times["gemm"],
             "gemm_tops": layout.blocks * int8_ops / times["gemm"] / 1e12,
             "one_gemm_tops": int8_ops / times["one_gemm"] / 1e12,
@@ -105,7 +106,7 @@ def main(argv=None):
     parser.add_argument("--moduli", nargs="+", type=int, default=[14, 16])
     parser.add_argument("--workspace-gib", type=float, default=16.0)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--alignments", nargs="+", type=int, default=[ozaki_crt.TILE_ALIGNMENT],
+    parser.add_argument("--alignments", nargs="+", type=int, default=[workspace_module.TILE_ALIGNMENT],
                         help="tile alignments to compare (1: the even split of before)")
     args = parser.parse_args(argv)
     cases = [(f"square {n}", n, n, n) for n in args.square]
@@ -116,7 +117,7 @@ def main(argv=None):
     for name, r, k, c in cases:
         for moduli in args.moduli:
             for alignment in args.alignments:
-                ozaki_crt.TILE_ALIGNMENT = alignment
+                workspace_module.TILE_ALIGNMENT = alignment
                 rows.append(profile(name, r, k, c, moduli, int(args.workspace_gib * 2**30), args.repeats))
                 print_table(rows[-1:], COLUMNS)
                 cupy_module().get_default_memory_pool().free_all_blocks()
