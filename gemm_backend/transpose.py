@@ -8,7 +8,8 @@ from .kernel_launch import include_options, kernel_path
 
 TILE = 32  # the kernel's tile side
 TILE_ROWS = 8  # threads per tile column (blockDim.y)
-MAX_GRID_Y = 65535
+MAX_GRID_Y = 65535  # gridDim.y, one tile of rows each: more rows go in several launches
+MAX_LAUNCH_ROWS = MAX_GRID_Y * TILE
 MAX_BATCH_BLOCKS = 65535  # gridDim.z: the kernel strides over a longer batch
 
 
@@ -23,13 +24,23 @@ def transpose_into(src, dst) -> None:
     cp = cupy_module()
     if src.dtype != cp.complex128 or dst.dtype != cp.complex128:
         raise BackendError(f"transpose_into takes complex128 on the GPU, got {src.dtype} and {dst.dtype}")
+    if src.size:
+        in_row_blocks(src, dst, MAX_LAUNCH_ROWS, _launch)
+
+
+def in_row_blocks(src, dst, most: int, copy) -> None:
+    """copy(src[:, rows, :], dst[:, :, rows]) for consecutive slices `rows` of at most `most` of
+    src's rows (the views keep their strides)."""
+    for start in range(0, src.shape[1], most):
+        rows = slice(start, start + most)
+        copy(src[:, rows, :], dst[:, :, rows])
+
+
+def _launch(src, dst) -> None:
+    """The kernel on src (B, m, n) with m <= MAX_LAUNCH_ROWS, dst (B, n, m)."""
+    cp = cupy_module()
     batch, rows, cols = src.shape
-    if src.size == 0:
-        return
-    tiles_i = -(-rows // TILE)
-    if tiles_i > MAX_GRID_Y:
-        raise BackendError(f"transpose_into: {rows} rows exceed the grid's {MAX_GRID_Y * TILE}")
-    grid = (-(-cols // TILE), tiles_i, min(batch, MAX_BATCH_BLOCKS))
+    grid = (-(-cols // TILE), -(-rows // TILE), min(batch, MAX_BATCH_BLOCKS))
     steps = tuple(cp.int64(s // 16) for s in src.strides) + tuple(cp.int64(s // 16) for s in dst.strides)
     _kernel()(grid, (TILE, TILE_ROWS), (src, dst, cp.int64(batch), cp.int64(rows), cp.int64(cols), *steps))
 

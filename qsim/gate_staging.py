@@ -10,6 +10,17 @@ Memory: a staged matrix is allocated on the side stream, and cupy's pool hands m
 to the side stream's next allocation at once. So a matrix, and what the backend prepared from it,
 stays referenced until an event recorded after its gate's kernels has passed on the main stream.
 """
+import functools
+
+from gemm_backend import BackendError
+
+
+@functools.lru_cache(maxsize=None)
+def _side_stream(cp, device_id: int):
+    """One side stream per device for every run: cupy's pool keeps the blocks freed on a stream
+    for that stream, so a new stream per run would strand them (a batch of trajectories runs
+    thousands)."""
+    return cp.cuda.Stream(non_blocking=True)
 
 
 class GateStaging:
@@ -20,7 +31,7 @@ class GateStaging:
     def __init__(self, backend, device):
         self.backend = backend
         self._cp = device.xp if device.on_gpu else None
-        self._stream = self._cp.cuda.Stream(non_blocking=True) if self._cp is not None else None
+        self._stream = _side_stream(self._cp, self._cp.cuda.Device().id) if self._cp is not None else None
         self._staged = None  # (step, matrix, event on the side stream after its upload and preparation)
         self._retired = []  # (matrix, event on the main stream after its gate)
 
@@ -37,9 +48,10 @@ class GateStaging:
                 matrix = self._cp.asarray(step.plan.matrix)
                 self.backend.prepare(matrix)
                 ready = self._stream.record()
-        except MemoryError:  # cupy's OutOfMemoryError is one
-            # not staged: the gate is uploaded when its step comes, where running out of memory
-            # is reported with the operation's position
+        except (MemoryError, BackendError):  # cupy's OutOfMemoryError is a MemoryError
+            # not staged: the gate is uploaded and prepared when its step comes, which reports
+            # the error with the operation's position, and only if the gate runs at all (a
+            # trajectory may skip it)
             if matrix is not None:
                 self.backend.release(matrix)
             return

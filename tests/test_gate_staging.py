@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from circuits import Circuit, Condition, Gate, Measure, brickwork
+from gemm_backend import BackendError
 from qsim import Simulator
 from qsim.device import Device
 from qsim.gate_staging import GateStaging
@@ -128,12 +129,15 @@ class _FakeCupy:
             def wait_event(self, event):
                 fake.log.append(("wait", event))
 
+        class Device:
+            id = 0
+
         class Cuda:
             pass
 
         self.events = []
         self.cuda = Cuda()
-        self.cuda.Stream = Stream
+        self.cuda.Stream, self.cuda.Device = Stream, Device
         self.cuda.get_current_stream = lambda: Stream()
 
     def asarray(self, matrix):
@@ -188,3 +192,19 @@ def test_staging_that_runs_out_of_memory_leaves_the_gate_to_its_step():
     step = GateStep(0, _Plan(128))
     staging.stage(step)
     assert staging.take(step) is None and backend.prepared == [] and backend.released == []
+
+
+@pytest.mark.parametrize("error", [MemoryError("out of memory"), BackendError("no INT8 plan meets target_error")])
+def test_a_gate_whose_preparation_fails_is_left_to_its_step(error):
+    """prepare() failing while the gate is staged stages nothing and releases the upload: the
+    gate's own step raises the error (with its position), and only if the gate runs at all."""
+    class Failing(_Backend):
+        def prepare(self, u):
+            super().prepare(u)
+            raise error
+
+    backend = Failing()
+    staging = GateStaging(backend, _Device(_FakeCupy()))
+    step = GateStep(0, _Plan(128))
+    staging.stage(step)
+    assert staging.take(step) is None and backend.released == backend.prepared and len(backend.prepared) == 1

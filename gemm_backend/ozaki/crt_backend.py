@@ -174,8 +174,9 @@ class OzakiCrtBackend(GemmBackend):
 
     def apply_gate(self, u, x, out, nonfinite=None) -> None:
         """apply_batched, with x's NaN or Inf flagged on the GPU in nonfinite, a device int32
-        (1,) the caller reads later (int8-auto: at the end of its run, so no gate waits for the
-        device); None: read here, after the last chunk.
+        (1,) the caller reads later (int8-auto: at the end of its run); None: read here, after
+        the last chunk. The gate's own NaN or Inf is read once per call, when its residues are
+        made (one wait for the device per gate, before its chunks are queued).
 
         The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
@@ -192,7 +193,7 @@ class OzakiCrtBackend(GemmBackend):
         self.last_call_info = self._info()
         if x.size == 0:
             return
-        b = xp.ascontiguousarray(u.T, dtype=xp.complex128)
+        b = xp.asarray(u, dtype=xp.complex128).T  # a view: _b_tile copies its rows (u's) once
         # R = 1 with rows of K contiguous amplitudes: the columns are rows of x and of out already
         direct = n_right == 1 and x[:, :, 0].flags.c_contiguous and out[:, :, 0].flags.c_contiguous
         # the buffers come before any write to out, so an automatic workspace may redo them alone
