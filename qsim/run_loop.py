@@ -103,13 +103,13 @@ class RunLoop:
         """The state after every step (scratch: a spare state buffer or None). On the GPU the next
         gate uploaded per step is staged while the device runs the current one (GateStaging)."""
         steps = list(steps)
-        following = _following_gates(steps)
+        first_gate, following = _upcoming_gates(steps)
         layout = standard_layout(state.size.bit_length() - 1) if self.gathered and scratch is not None else None
         staging = GateStaging(self.backend, self.device)
         if self.backend_run:
             self.backend.start_run()
         try:
-            staging.stage(next((step for step in steps if isinstance(step, GateStep)), None))
+            staging.stage(first_gate)
             for step, next_gate in zip(steps, following):
                 if layout is not None and (isinstance(step, Action) or step.skip is not None):
                     state, scratch, layout = self._standard(state, scratch, layout)
@@ -170,14 +170,14 @@ class RunLoop:
         return state, scratch, standard_layout(len(layout))
 
 
-def _following_gates(steps: list) -> list:
-    """Per step, the first GateStep after it (None for none)."""
+def _upcoming_gates(steps: list) -> tuple:
+    """(the first GateStep, per step the first GateStep after it), None for none."""
     following, upcoming = [], None
     for step in reversed(steps):
         following.append(upcoming)
         if isinstance(step, GateStep):
             upcoming = step
-    return following[::-1]
+    return upcoming, following[::-1]
 
 
 def apply_gate_plan(backend, device, plan, matrix, state, scratch, position: int, operations: int) -> tuple:

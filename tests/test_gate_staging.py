@@ -6,7 +6,7 @@ from gemm_backend import BackendError
 from qsim import Simulator
 from qsim.device import Device
 from qsim.gate_staging import GateStaging
-from qsim.run_loop import Action, GateStep, _following_gates
+from qsim.run_loop import Action, GateStep, _upcoming_gates
 
 from .conftest import requires_gpu
 from .helpers import same_bits
@@ -20,8 +20,9 @@ class _Plan:
 def test_each_step_stages_the_next_gate_step_past_actions():
     gates = [GateStep(0, _Plan(128)), Action("exchange", print), GateStep(1, _Plan(4), matrix="prepared"),
              GateStep(2, _Plan(256)), Action("exchange", print)]
-    assert _following_gates(gates) == [gates[2], gates[2], gates[3], None, None]
-    assert _following_gates([]) == []
+    assert _upcoming_gates(gates) == (gates[0], [gates[2], gates[2], gates[3], None, None])
+    assert _upcoming_gates([Action("exchange", print)]) == (None, [None])
+    assert _upcoming_gates([]) == (None, [])
 
 
 def test_staging_is_inert_on_the_cpu():

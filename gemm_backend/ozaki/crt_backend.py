@@ -163,9 +163,7 @@ class OzakiCrtBackend(GemmBackend):
         tiles = _TILES[on_gpu](layout, row_step, col_step)
         for cols in _steps(b.shape[1], col_step):
             b_tile = self._b_tile(tiles, b, cols, col_step)
-            for rows in _steps(a_rows.shape[0], row_step):
-                a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])
-                tiles.multiply(a_residues, a_scales[rows], b_tile, out_rows[rows, b_tile.embedded])
+            _multiply_rows(tiles, a_rows, a_scales, b_tile, out_rows[:, b_tile.embedded], row_step)
 
     def apply_batched(self, u, x, out):
         """out[l] = u @ x[l] for every l (GemmBackend.apply_batched; out may be x), B = u^T:
@@ -225,9 +223,7 @@ class OzakiCrtBackend(GemmBackend):
         else:
             a_scales, finite = row_scales(a_rows, self.plan.a_bits)
             _check_finite(finite, "a")  # before numpy makes residues of NaN
-        for rows in _steps(a_rows.shape[0], tile_rows):
-            a_residues = tiles.a_residues(a_rows[rows], a_scales[rows])
-            tiles.multiply(a_residues, a_scales[rows], gate, out_rows[rows])
+        _multiply_rows(tiles, a_rows, a_scales, gate, out_rows, tile_rows)
 
     def _gate_buffers(self, b, layout: CrtLayout, xp, on_gpu: bool, workspace: int, columns: int,
                       direct: bool) -> tuple:
@@ -326,6 +322,14 @@ class OzakiCrtBackend(GemmBackend):
         if n_rows is not None:
             row_step = even_step(n_rows, row_step)
         return row_step, col_step
+
+
+def _multiply_rows(tiles, a_rows, a_scales, b_tile: "_BTile", out, row_step: int) -> None:
+    """out (r, w * n_cols) float64 := the products of a_rows (r, w k) with b_tile's columns,
+    row_step rows at a time (out may be a_rows: a tile's residues are made before its results
+    are written)."""
+    for rows in _steps(a_rows.shape[0], row_step):
+        tiles.multiply(tiles.a_residues(a_rows[rows], a_scales[rows]), a_scales[rows], b_tile, out[rows])
 
 
 def _check_finite(finite, operand: str) -> None:

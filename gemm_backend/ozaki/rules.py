@@ -215,20 +215,13 @@ class TargetRule(SplitRule):
         cheaper: Gaussian moduli carry about 7 bits each against 8, but take two INT8 products
         per modulus against three."""
         target = self.target(2 * k)
-        best = None
-        for gaussian in (False, True):
-            moduli = moduli_for_target(target, k, gaussian)
-            if moduli is None:
-                continue
-            seconds = ozaki2_seconds(moduli, GATE_COST_ROWS, k, k, True, gaussian=gaussian)
-            if best is None or seconds < best[0]:
-                best = (seconds, moduli, gaussian)
-        if best is None:
+        choice = _cheaper_kind((GATE_COST_ROWS, k, k, True), lambda gaussian: moduli_for_target(target, k, gaussian))
+        if choice is None:
             raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli (or "
                                f"{GAUSSIAN_MODULI.stop - 1} Gaussian ones) meets the error target {target:.3g} "
                                f"at K = {k}; use a larger target_error or large_gates='ozaki1'")
-        _, moduli, gaussian = best
-        return Choice(OZAKI2, moduli=moduli, gaussian=gaussian, info={"bound": crt_error_bound(moduli, k, gaussian)})
+        return Choice(OZAKI2, moduli=choice.moduli, gaussian=choice.gaussian,
+                      info={"bound": crt_error_bound(choice.moduli, k, choice.gaussian)})
 
 
 class Fp64Rule(SplitRule):
@@ -362,13 +355,20 @@ def _gate_rows(u, bits: int):
 
 
 def _cheapest_ozaki2(k: int, span_bits: float, budget: float, shape: tuple):
-    """The Ozaki-II Choice (info "model_s": its modelled seconds) of the fewest moduli meeting
-    budget at span_bits, on the kind of moduli the cost model finds cheaper for shape (m, k, n,
-    is_complex): Gaussian ones only pay off for complex products (two INT8 products per modulus
-    against three); None when neither kind meets the budget."""
+    """_cheaper_kind of the fewest moduli whose modelled error (contract.crt_moduli) meets budget
+    at span_bits."""
+    return _cheaper_kind(shape, lambda gaussian: crt_moduli(k, span_bits, budget, moduli_counts(gaussian), gaussian))
+
+
+def _cheaper_kind(shape: tuple, fewest_moduli):
+    """The Ozaki-II Choice (info "model_s": its modelled seconds) of fewest_moduli(gaussian) (the
+    fewest moduli of that kind meeting a rule, None for none), on the kind of moduli the cost
+    model finds cheaper for shape (m, k, n, is_complex), ordinary ones on a tie: Gaussian ones
+    only pay off for complex products (two INT8 products per modulus against three); None when
+    neither kind meets the rule."""
     best = None
     for gaussian in (False, True) if shape[3] else (False,):
-        moduli = crt_moduli(k, span_bits, budget, moduli_counts(gaussian), gaussian)
+        moduli = fewest_moduli(gaussian)
         if moduli is not None:
             seconds = ozaki2_seconds(moduli, *shape, gaussian=gaussian)
             if best is None or seconds < best.info["model_s"]:
