@@ -499,14 +499,15 @@ def test_a_gate_is_chosen_for_once_per_run_whatever_its_chunks(monkeypatch, rng)
 
 def test_every_gate_size_works_in_place_on_the_gpu():
     """works_in_place (GPU): every size, whatever the scheme (so the simulator takes no second
-    state buffer for int8-auto); takes_scattered follows the scheme: the fused kernels up to
-    K = 256 on Ozaki-I (K = 512 too where large_gates="ozaki1"; under "auto" its scheme depends on
-    the gate), Ozaki-II's tiles through the transposed copy."""
+    state buffer for int8-auto); takes_scattered where every gate of the size runs in place at any
+    targets: the fused kernels on Ozaki-I up to K = 512, Ozaki-II's kernels (apply_at) up to
+    K = 1024 (under "auto" K = 512 takes either); with fused=False Ozaki-II's sizes only."""
     from qsim.apply import plan_gate
     from qsim.simulator import wants_spare_buffer
 
-    for options, scattered in [({}, (64, 128, 256)), ({"large_gates": "ozaki2"}, (64,)),
-                               ({"large_gates": "ozaki1"}, (64, 128, 256, 512)), ({"fused": False}, ())]:
+    every = (64, 128, 256, 512, 1024)
+    for options, scattered in [({}, every), ({"large_gates": "ozaki2"}, every),
+                               ({"large_gates": "ozaki1"}, (64, 128, 256, 512)), ({"fused": False}, (1024,))]:
         backend = gemm_backend.get("int8-auto", **options)
         for k in (64, 128, 256, 512, 1024):
             assert backend.works_in_place(k, True) and not backend.works_in_place(k, False), (options, k)

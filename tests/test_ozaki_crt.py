@@ -26,7 +26,7 @@ from gemm_backend.workspace import TILE_ALIGNMENT
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
 
-from .helpers import check_gpu_apply_batched_matches_cpu, gpu_run_matches_cpu, same_bits, seed_paper_matrix
+from .helpers import at_targets, check_gpu_apply_batched_matches_cpu, gpu_run_matches_cpu, same_bits, seed_paper_matrix
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 UNIT_ROUNDOFF = 2.0**-53
@@ -629,6 +629,60 @@ def test_gpu_apply_batched_matches_cpu(m, shape, rng):
     """(L, K, R) views with R = 1, 4, 32, in several chunks."""
     workspace = crt(m).gate_workspace(shape[1], 50)
     check_gpu_apply_batched_matches_cpu(lambda: crt(m, workspace_bytes=workspace), shape, rng)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name", ["int8-gcrt-16", "int8-crt-13"])
+@pytest.mark.parametrize("targets", [(13, 0, 5, 1, 9), (3, 7, 2), (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (12,)])
+def test_gpu_apply_scattered_takes_any_targets_in_place(name, targets, rng):
+    """apply_scattered: the columns at any targets read and written where they sit, in chunks,
+    with the bits of the CPU's apply_batched on the gathered columns (zero, subnormal and huge
+    columns among them); NaN in the state raises after the gate."""
+    import cupy as cp
+
+    k = 1 << len(targets)
+    state = seed_paper_matrix(rng, (1 << 14,), 4.0, True)
+
+    def scale_columns(columns):
+        columns[1], columns[2], columns[3] = 0.0, columns[2] * 2.0**-1040, columns[3] * 2.0**700
+        return columns
+
+    state = at_targets(state, targets, scale_columns)
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    backend = gemm_backend.get(name, workspace_bytes=gemm_backend.get(name).gate_workspace(k, 5 * TILE_ALIGNMENT))
+    cpu = gemm_backend.get(name, workspace_bytes=backend.workspace_bytes)
+    expected = at_targets(state, targets, lambda columns: _cpu_batched(cpu, u, columns))
+    on_gpu = cp.asarray(state)
+    assert backend.takes_scattered(k, True) and not backend.takes_scattered(k, False)
+    assert backend.apply_scattered(cp.asarray(u), on_gpu, targets)
+    assert same_bits(on_gpu.get(), expected) and backend.statistics()["calls"] == -(-state.size // k // (5 * TILE_ALIGNMENT))
+    on_gpu[7] = np.nan
+    with pytest.raises(BackendError, match="operand a contains NaN or Inf"):
+        backend.apply_scattered(cp.asarray(u), on_gpu, targets)
+
+
+def _cpu_batched(backend, u, columns):
+    out = np.empty_like(columns)
+    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
+    return out
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_apply_batched_on_strided_views_matches_cpu(rng):
+    """A view that is not C-contiguous: its columns gathered, the CPU's bits."""
+    import cupy as cp
+
+    k = 32
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    whole = seed_paper_matrix(rng, (40, k, 16), 1.0, True)
+    backend = crt(11, workspace_bytes=crt(11).gate_workspace(k, 100))
+    expected = whole.copy()
+    backend.apply_batched(u, whole[:, :, 3:11], expected[:, :, 3:11])
+    on_gpu = cp.asarray(whole)
+    backend.apply_batched(cp.asarray(u), on_gpu[:, :, 3:11], on_gpu[:, :, 3:11])
+    assert same_bits(on_gpu.get(), expected)
 
 
 @pytest.mark.gpu

@@ -12,8 +12,9 @@ import gemm_backend
 from gemm_backend.ozaki.crt import crt_plan
 from gemm_backend.ozaki.crt_backend import CrtLayout
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
+from gemm_backend.target_layout import pack_targets
 
-from .helpers import same_bits, seed_paper_matrix
+from .helpers import at_targets, same_bits, seed_paper_matrix
 from .host_build import build_host_harness
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
@@ -270,3 +271,75 @@ def test_shared_tables_cover_every_plan():
     assert defined["MAX_MODULI"] >= max(max(CRT_MODULI), max(GAUSSIAN_MODULI))
     plans = [crt_plan(m) for m in CRT_MODULI] + [crt_plan(m, True) for m in GAUSSIAN_MODULI]
     assert defined["MAX_LIMBS"] >= max(plan.limbs for plan in plans)
+
+
+# -- gates at any targets: the columns read and written where they sit (apply_at) ---------------------
+def host_gate(kernels, backend, u, state, targets, chunk):
+    """OzakiCrtBackend.apply_at's GPU path with the host kernels, in place on the flat state:
+    the gate's residues as rows of B = u^T, then per chunk of `chunk` columns crt_gate_residues
+    on the state, the INT8 products (float64 GEMMs here), crt_gate_reconstruct into the state."""
+    k = u.shape[0]
+    layout = CrtLayout(backend.plan, k, True)
+    tables = plan_tables(layout.plan)
+    gate_rows = np.ascontiguousarray(u).view(np.float64)  # row j of B^T = u's row j
+    gate_scales, finite = host_scales(kernels, gate_rows, layout.plan.b_bits)
+    assert finite
+    gate_residues = host_residues(kernels, layout, gate_rows, gate_scales, tables).astype(np.float64)
+    packed = [ctypes.c_ulonglong(pack_targets(targets)), ctypes.c_ulonglong(pack_targets(sorted(targets))),
+              ctypes.c_int(len(targets))]
+    nonfinite = np.zeros(1, np.int32)
+    n_columns, pad, width = state.size // k, layout.padded, layout.blocks * layout.padded
+    for first in range(0, n_columns, chunk):
+        count = min(chunk, n_columns - first)
+        residues, scales = np.empty((count, width), np.int8), np.empty(count, np.int32)
+        kernels.host_gate_residues(
+            _pointer(state), ctypes.c_longlong(first), ctypes.c_longlong(count), ctypes.c_int(k), *packed,
+            ctypes.c_int(pad), ctypes.c_int(layout.parts), ctypes.c_int(layout.plan.a_bits), _pointer(scales),
+            _pointer(nonfinite), ctypes.c_int(layout.plan.count), _pointer(tables["p"]), _pointer(tables["root"]),
+            _pointer(residues), ctypes.c_longlong(width))
+        residues = residues.astype(np.float64)
+        products = np.ascontiguousarray(np.stack(
+            [residues[:, j * pad:(j + 1) * pad] @ gate_residues[:, j * pad:(j + 1) * pad].T
+             for j in range(layout.blocks)]).astype(np.int32))
+        kernels.host_gate_reconstruct(
+            _pointer(products), ctypes.c_longlong(count), ctypes.c_int(k), ctypes.c_int(layout.parts),
+            ctypes.c_int(layout.plan.count), *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
+            ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
+            _pointer(scales), _pointer(gate_scales), _pointer(state), ctypes.c_longlong(first), *packed)
+    return nonfinite[0] == 0
+
+
+@pytest.mark.parametrize("m, gaussian", [(16, True), (13, False), (9, True)])
+@pytest.mark.parametrize("targets, chunk", [((0, 1, 2), 16), ((2, 3, 4), 5), ((5, 1, 3), 7), ((6, 0), 64),
+                                            ((3,), 9)])
+def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, rng):
+    """In place on a 7-qubit state, in chunks: the bits of the CPU path (apply_batched) on the
+    gathered columns, whatever the targets' order and positions; zero, tiny and huge columns."""
+    n, k = 7, 1 << len(targets)
+    state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    scaled = {1: 0.0, 2: 2.0**-1040, 3: 2.0**700}  # columns: zero, subnormal, huge
+
+    def scale_columns(columns):
+        for column, factor in scaled.items():
+            columns[column] *= factor
+        return columns
+
+    state = at_targets(state, targets, scale_columns)
+    backend = gemm_backend.get(backend_name(m, gaussian))
+    expected = at_targets(state, targets, lambda columns: _cpu_apply(backend, u, columns))
+    assert host_gate(kernels, backend, u, state, targets, chunk)
+    assert same_bits(state, expected)
+
+
+def _cpu_apply(backend, u, columns):
+    out = np.empty_like(columns)
+    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
+    return out
+
+
+def test_host_gate_kernels_flag_non_finite_columns(kernels, rng):
+    state = seed_paper_matrix(rng, (1 << 6,), 1.0, True)
+    state[37] = np.nan
+    u = seed_paper_matrix(rng, (4, 4), 1.0, True)
+    assert not host_gate(kernels, gemm_backend.get("int8-gcrt-12"), u, state, (4, 1), 3)

@@ -300,10 +300,10 @@ def test_auto_at_512_runs_the_cheaper_scheme_with_the_cpus_bits(target_error, sc
 
 @pytest.mark.gpu
 @requires_gpu
-def test_auto_at_512_takes_scattered_targets_on_ozaki1_only(rng):
-    """apply_scattered at K = 512 under large_gates="auto": the wide kernel in place where the gate's
-    choice is Ozaki-I (the bits of the CPU tiles on the transposed copy's columns), though
-    takes_scattered plans for the copy; nothing done where the choice is Ozaki-II."""
+def test_auto_at_512_takes_scattered_targets_on_either_scheme(rng):
+    """apply_scattered at K = 512 under large_gates="auto", in place: the wide kernel where the
+    gate's choice is Ozaki-I, Ozaki-II's kernels where it is Ozaki-II; the bits of the CPU path
+    on the transposed copy's columns either way."""
     import cupy as cp
 
     targets = (13, 0, 5, 1, 9, 2, 11, 3, 7)
@@ -314,11 +314,20 @@ def test_auto_at_512_takes_scattered_targets_on_ozaki1_only(rng):
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
     on_gpu = cp.asarray(state)
-    assert not loose.takes_scattered(512, True) and loose.apply_scattered(cp.asarray(u), on_gpu, targets)
+    assert loose.takes_scattered(512, True) and loose.apply_scattered(cp.asarray(u), on_gpu, targets)
     assert same_bits(on_gpu.get(), expected) and loose.last_call_info["kernel"] == "fused"
-    untouched = cp.asarray(state)
-    assert not gemm_backend.get("int8-auto").apply_scattered(cp.asarray(u), untouched, targets)  # Ozaki-II
-    assert same_bits(untouched.get(), state)
+    default = gemm_backend.get("int8-auto")
+    expected = at_targets(state, targets, lambda columns: _cpu_batched(gemm_backend.get("int8-auto"), u, columns))
+    on_gpu = cp.asarray(state)
+    assert default.apply_scattered(cp.asarray(u), on_gpu, targets)
+    assert default.last_call_info["kernel"] == "ozaki2" and same_bits(on_gpu.get(), expected)
+
+
+def _cpu_batched(backend, u, columns):
+    """backend.apply_batched on the CPU on columns (L, K) as an (L, K, 1) view, out of place."""
+    out = np.empty_like(columns)
+    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
+    return out
 
 
 @pytest.mark.gpu

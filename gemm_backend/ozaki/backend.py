@@ -20,8 +20,8 @@ the gate alone, so CPU and GPU give the same bits.
 
 Where the work runs:
 - apply_batched and apply_scattered (gates on any target bits) on the GPU: the fused gate kernels
-  (gate.py) for K <= 512 (scattered targets: below K = WIDE_GATE_K under large_gates="auto"), in
-  place, every amplitude read and written once.
+  (gate.py) for K <= 512, in place, every amplitude read and written once; Ozaki-II's gates on
+  kernels that address the columns where they sit, for any targets (crt_backend.apply_at).
 - otherwise tile by tile (tiles.py): digits written by one kernel (or numpy) in each INT8 GEMM's
   concatenated layout, one cuBLAS INT8 GEMM (or exact float64 matmul on the CPU) per product
   group, one accumulation kernel (or numpy). Working memory: workspace_bytes, by default
@@ -37,7 +37,7 @@ from ..gate_cost import CPU_FLOPS_PER_BYTE, GPU_FLOPS_PER_BYTE, INT8_FUSED_GPU_P
 from ..transpose import transpose_into
 from ..workspace import Workspace
 from .cost import WIDE_GATE_K, ozaki2_gate_passes, wide_gate_passes
-from .crt_backend import OzakiCrtBackend
+from .crt_backend import OzakiCrtBackend, addresses_targets
 from .gate import FUSED_DIMS, WIDE_DIMS, apply_fused_gate, build_kernel, plan_launch
 from .plan import ProductPlan
 from .rules import AUTO, OZAKI1, OZAKI2, Choice, make_rule
@@ -197,11 +197,18 @@ class OzakiBackend(GemmBackend):
         self._finish(None, choice, kernel, gate=True)
 
     def takes_scattered(self, k: int, on_gpu: bool) -> bool:
-        """The fused kernel addresses any targets; the rho rule needs the state's columns as a view.
-        Gates of K = WIDE_GATE_K under large_gates="auto" count as not taken (their scheme depends
-        on the gate, so the engine plans for the transposed copy); apply_scattered still takes
-        those that run on Ozaki-I."""
-        return self._fused_scattered(k, on_gpu) and not (self.large_gates == AUTO and k >= WIDE_GATE_K)
+        """Whether every gate of size k runs in place at any targets, on whichever scheme it takes:
+        the fused kernels (Ozaki-I) and Ozaki-II's kernels (OzakiCrtBackend.apply_at) address any
+        targets; the rho rule needs the state's columns as a view."""
+        if not (on_gpu and self.split_rule.plans_from_gate):
+            return False
+        ozaki1 = self._fused_scattered(k, on_gpu)
+        ozaki2 = addresses_targets(k, on_gpu)
+        if self._ozaki2_only(k):
+            return ozaki2
+        if self.large_gates == AUTO and k >= WIDE_GATE_K:  # the gate's own plan picks the scheme
+            return ozaki1 and ozaki2
+        return ozaki1
 
     def _fused_scattered(self, k: int, on_gpu: bool) -> bool:
         """Whether a fused kernel may take a gate of size k at any targets on this device."""
@@ -209,13 +216,24 @@ class OzakiBackend(GemmBackend):
                 and not self._ozaki2_only(k))
 
     def apply_scattered(self, u, state, targets) -> bool:
-        """The fused kernel on the columns at `targets` (GemmBackend.apply_scattered), with the plan
-        apply_batched would use, so the bits are those of the transposed copy's columns."""
+        """The gate on the columns at `targets` in place (GemmBackend.apply_scattered), with the
+        choice apply_batched would make, so the bits are those of the transposed copy's columns:
+        Ozaki-II's kernels or the fused kernel; False where neither takes it."""
         k = u.shape[0]
-        if not self._fused_scattered(k, is_gpu_array(state)):
+        on_gpu = is_gpu_array(state)
+        if not (on_gpu and self.split_rule.plans_from_gate):
+            return False
+        may_take_ozaki2 = self._ozaki2_only(k) or self.large_gates == AUTO and k >= WIDE_GATE_K
+        if not (may_take_ozaki2 or self._fused_scattered(k, on_gpu)):
             return False
         choice = self._choice_of(u)
-        launch = plan_launch(k, choice.plan) if choice.scheme == OZAKI1 else None
+        if choice.scheme == OZAKI2:
+            if not addresses_targets(k, on_gpu):
+                return False
+            self._count(state.size // k, k, k)
+            self._ozaki2_gate(choice, on_gpu).apply_at(u, state, targets, self._deferred_flag)
+            return True
+        launch = plan_launch(k, choice.plan) if choice.scheme == OZAKI1 and self._fused_scattered(k, on_gpu) else None
         if launch is None:  # the engine then takes the transposed copy, and apply_batched the gate
             return False
         self._count(state.size // k, k, k)
@@ -256,12 +274,17 @@ class OzakiBackend(GemmBackend):
         return ozaki1 or ozaki2
 
     def _apply_ozaki2(self, choice: Choice, u, x, out, on_gpu: bool) -> None:
+        self._ozaki2_gate(choice, on_gpu).apply_gate(u, x, out, self._deferred_flag if on_gpu else None)
+
+    def _ozaki2_gate(self, choice: Choice, on_gpu: bool) -> OzakiCrtBackend:
+        """The Ozaki-II backend of a gate's OZAKI2 choice, within the gate workspace, with the
+        gate counted and reported (last_call_info) as one."""
         ozaki2 = self._ozaki2_backend(choice, Workspace(self.workspace.for_gate_call(on_gpu)))
-        ozaki2.apply_gate(u, x, out, self._deferred_flag if on_gpu else None)
         self.ozaki2_gates += 1
         self.last_call_info = {"scheme": OZAKI2, "moduli": choice.moduli, "gaussian": choice.gaussian,
                                "rule": self.rule, "kernel": OZAKI2,
                                **choice.info}
+        return ozaki2
 
     def _ozaki2_backend(self, choice: Choice, workspace: Workspace) -> OzakiCrtBackend:
         """The Ozaki-II backend of an OZAKI2 choice (made once per number and kind of moduli),

@@ -32,6 +32,7 @@ from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
 from ..registry import moduli_counts
+from ..target_layout import MAX_KERNEL_TARGETS, check_layout, pack_targets
 from ..transpose import transpose_into
 from ..workspace import even_step
 
@@ -180,10 +181,12 @@ class OzakiCrtBackend(GemmBackend):
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
         gate's residues are made once for all chunks; a chunk's columns are read and written in
         place where R = 1 (rows of x and out), else gathered into one buffer (transpose_into),
-        which then takes their results; the GPU's residues and products reuse one scratch for
-        every chunk, so the memory held stays the workspace whatever the chunk count. u's NaN or
-        Inf raises BackendError before any work; x's on the CPU at its chunk, on the GPU after the
-        last chunk (or when the caller reads nonfinite), its chunks already written."""
+        which then takes their results (on the GPU no slower than apply_at's kernels, which
+        address them where they sit: BENCHMARKS.md round 15); the GPU's residues and products
+        reuse one scratch for every chunk, so the memory held stays the workspace whatever the
+        chunk count. u's NaN or Inf raises BackendError before any work; x's on the CPU at its
+        chunk, on the GPU after the last chunk (or when the caller reads nonfinite), its chunks
+        already written."""
         n_left, k, n_right = x.shape
         xp, on_gpu = array_module(x), is_gpu_array(x)
         self._check_inner(k)
@@ -211,6 +214,49 @@ class OzakiCrtBackend(GemmBackend):
             self._multiply_chunk(rows.view(xp.float64), gate, tiles, tile_rows, flag, rows.view(xp.float64))
             transpose_into(rows.reshape(lc, rc, k), out[ls, :, rs])
         if on_gpu and nonfinite is None:
+            _check_finite(flag[0] == 0, "a")
+
+    def takes_scattered(self, k: int, on_gpu: bool) -> bool:
+        """On the GPU the kernels address the columns of any targets (apply_at, addresses_targets)."""
+        return addresses_targets(k, on_gpu)
+
+    def apply_scattered(self, u, state, targets) -> bool:
+        """apply_at on the flat state in place (GemmBackend.apply_scattered), x's NaN or Inf raised
+        at its end; False where takes_scattered does not hold."""
+        k = u.shape[0]
+        if not self.takes_scattered(k, is_gpu_array(state)):
+            return False
+        self.apply_at(u, state, targets)
+        return True
+
+    def apply_at(self, u, state, targets, nonfinite=None) -> None:
+        """Every column of the flat cupy state at `targets` (target_layout.py; gate index bit i at
+        state bit targets[i], K <= 2^10) replaced by u (K, K) times it, in place, by kernels that
+        read and write the columns where they sit (kernels/ozaki_crt.cu, crt_gate_residues and
+        crt_gate_reconstruct): no copy of the state. Columns in chunks of consecutive indices,
+        sized as apply_gate's; the same bits as apply_gate on the gathered columns; NaN or Inf as
+        apply_gate (nonfinite)."""
+        cp = cupy_module()
+        k = u.shape[0]
+        self._check_inner(k)
+        targets = check_layout(state, k, targets)
+        self.last_call_info = self._info()
+        n_columns = state.size // k
+        if not n_columns:
+            return
+        layout = CrtLayout(self.plan, k, True)
+        b = cp.asarray(u, dtype=cp.complex128).T
+        chunk_rows, _, gate, _, tiles = self.workspace.run(
+            True, lambda workspace: self._gate_buffers(b, layout, cp, True, workspace, n_columns, True))
+        columns = _StateColumns(state, targets)
+        flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
+        step = even_step(n_columns, chunk_rows)
+        for first in range(0, n_columns, step):
+            count = min(step, n_columns - first)
+            self._count(count, k, k)
+            a_residues, a_scales = tiles.column_residues(columns, first, count, self.plan.a_bits, flag)
+            tiles.multiply_into_columns(a_residues, a_scales, gate, columns, first)
+        if nonfinite is None:
             _check_finite(flag[0] == 0, "a")
 
     def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int, nonfinite, out_rows) -> None:
@@ -332,6 +378,12 @@ def _multiply_rows(tiles, a_rows, a_scales, b_tile: "_BTile", out, row_step: int
         tiles.multiply(tiles.a_residues(a_rows[rows], a_scales[rows]), a_scales[rows], b_tile, out[rows])
 
 
+def addresses_targets(k: int, on_gpu: bool) -> bool:
+    """Whether apply_at takes gates of size k on this device: on the GPU, up to K = 2^10 (the
+    targets travel packed in one kernel argument)."""
+    return on_gpu and k <= 1 << MAX_KERNEL_TARGETS
+
+
 def _check_finite(finite, operand: str) -> None:
     """BackendError naming the operand unless finite (a bool, or a 0-d array read here)."""
     if not bool(finite):
@@ -410,11 +462,59 @@ class _GpuTiles:
         return self.residues(rows, scales, self._residue_scratch[:rows.shape[0] * width].reshape(-1, width))
 
     def multiply(self, a_residues, a_scales, b_tile: _BTile, out) -> None:
+        products = self._products(a_residues, a_scales, b_tile)
+        _gpu_reconstruct(self.layout, products, a_scales, b_tile.scales, out, self.tables)
+
+    def column_residues(self, columns: "_StateColumns", first: int, count: int, bits: int, nonfinite) -> tuple:
+        """(residues (count, blocks * padded) int8 in the scratch, row scales (count,) int32) of
+        the state columns first .. first + count - 1 (crt_gate_residues: _gpu_row_scales and
+        _gpu_residues of the columns as rows); their NaN or Inf set in nonfinite."""
+        cp = cupy_module()
+        layout = self.layout
+        width = layout.blocks * layout.padded
+        residues = self._residue_scratch[:count * width].reshape(count, width)
+        scales = cp.empty(count, cp.int32)
+        launch_per_row(_module().get_function("crt_gate_residues"), count, (
+            columns.state, cp.int64(first), cp.int64(count), cp.int32(layout.k), *columns.arguments(),
+            cp.int32(layout.padded), cp.int32(layout.parts), cp.int32(bits), scales, nonfinite,
+            cp.int32(layout.plan.count), self.tables["p"], self.tables["root"], residues, cp.int64(width)))
+        return residues, scales
+
+    def multiply_into_columns(self, a_residues, a_scales, b_tile: _BTile, columns: "_StateColumns",
+                              first: int) -> None:
+        """multiply, its results written to the state columns first .. (crt_gate_reconstruct)."""
+        cp = cupy_module()
+        layout, tables = self.layout, self.tables
+        products = self._products(a_residues, a_scales, b_tile)
+        rows = a_scales.size
+        launch_per_element(_module().get_function("crt_gate_reconstruct"), rows * layout.k, (
+            products, cp.int64(rows), cp.int32(layout.k), cp.int32(layout.parts), cp.int32(layout.plan.count),
+            tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
+            tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state, cp.int64(first),
+            *columns.arguments()))
+
+    def _products(self, a_residues, a_scales, b_tile: _BTile):
+        """(blocks, rows, cols) int32 in the scratch: every INT8 product of the tile (gemm_tn_blocks)."""
         layout = self.layout
         shape = (layout.blocks, a_scales.size, b_tile.scales.size)
         products = self._product_scratch[:shape[0] * shape[1] * shape[2]].reshape(shape)
         gemm_tn_blocks(a_residues, b_tile.residues, layout.padded, layout.blocks, out=products)
-        _gpu_reconstruct(layout, products, a_scales, b_tile.scales, out, self.tables)
+        return products
+
+
+@dataclass(frozen=True)
+class _StateColumns:
+    """A gate's columns where they sit: the flat complex128 state, read and written in place, and
+    the targets in gate order (target_layout.py)."""
+
+    state: object
+    targets: tuple
+
+    def arguments(self) -> tuple:
+        """The kernels' (targets packed, the same ascending, count) arguments."""
+        cp = cupy_module()
+        return (cp.uint64(pack_targets(self.targets)), cp.uint64(pack_targets(sorted(self.targets))),
+                cp.int32(len(self.targets)))
 
 
 _TILES = {False: _CpuTiles, True: _GpuTiles}

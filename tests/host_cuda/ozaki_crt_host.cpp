@@ -14,6 +14,8 @@
 using std::floor; using std::fabs; using std::fma; using std::fmaf; using std::fmax; using std::frexp;
 using std::isfinite; using std::ldexp; using std::rint; using std::trunc;
 
+struct double2 { double x, y; };
+inline double2 make_double2(double x, double y) { return {x, y}; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline double __ll2double_rn(long long x) { return (double)x; }
@@ -64,6 +66,30 @@ void host_reconstruct(const int *products, long long rows, int cols, int parts, 
     launch_one_warp([&] {
         crt_reconstruct(products, rows, cols, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                         partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);
+    });
+}
+
+void host_gate_residues(const double *x, long long first_column, long long rows, int k, unsigned long long targets,
+                        unsigned long long ascending, int n_targets, int padded, int parts, int bits, int *scales,
+                        int *nonfinite, int n_moduli, const double *moduli, const double *roots, signed char *out,
+                        long long out_stride)
+{
+    launch_one_warp([&] {
+        crt_gate_residues((const double2 *)x, first_column, rows, k, targets, ascending, n_targets, padded, parts,
+                          bits, scales, nonfinite, n_moduli, moduli, roots, out, out_stride);
+    });
+}
+
+void host_gate_reconstruct(const int *products, long long rows, int k, int parts, int n_moduli, const double *moduli,
+                           const double *inverses, const double *im_inverses, int n_limbs,
+                           const double *partial_limbs, const double *product_limbs, const int *row_scales,
+                           const int *col_scales, double *out, long long first_column, unsigned long long targets,
+                           unsigned long long ascending, int n_targets)
+{
+    launch_one_warp([&] {
+        crt_gate_reconstruct(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
+                             partial_limbs, product_limbs, row_scales, col_scales, (double2 *)out, first_column,
+                             targets, ascending, n_targets);
     });
 }
 }

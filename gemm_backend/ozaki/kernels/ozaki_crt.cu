@@ -178,3 +178,217 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
 #undef CRT_LIMBS_CASE
     }
 }
+
+// -- a gate's columns where they sit in the state (OzakiCrtBackend.apply_at) -----------------------
+// (The row kernels above keep their own loops: with these helpers shared, whole gates measured 3-4%
+// slower on the H100, cause not isolated: BENCHMARKS.md round 15.)
+
+// ceil(|v| 2^(16 - e)), at least 1 for v != 0: a value's term in a row scale's sum of squares.
+__device__ __forceinline__ double scale_ceiling(double magnitude, int e)
+{
+    double q = ceil(ldexp(magnitude, SCALE_BITS - e));
+    if (q == 0.0 && magnitude > 0.0) q = 1.0;
+    return q;
+}
+
+// The scale of a finite row from its maximum |x| and its sum of squared ceilings (crt.row_scales).
+__device__ __forceinline__ int row_scale_of(int e, double squares, int bits)
+{
+    int bit_length;
+    frexp(fmax(squares - 1.0, 0.0), &bit_length);
+    return squares > 0.0 ? bits - e + SCALE_BITS - (bit_length + 1) / 2 : 0;
+}
+
+// The residues of one element (re, and im when complex) of a row scaled by `scale`, at `slot`
+// (write_residues).
+__device__ __forceinline__ void element_residues(double re, double im, bool is_complex, const RowScale &scale,
+                                                 int parts, const ResidueModulus *table, const int *roots,
+                                                 int n_moduli, signed char *slot, int padded)
+{
+    Digits digits[2] = {};
+    digits[0] = scaled_digits(re, scale);
+    if (is_complex) digits[1] = scaled_digits(im, scale);
+    if (digits[0].wide || digits[1].wide)
+        write_residues<3>(digits, parts, table, roots, n_moduli, slot, padded);
+    else
+        write_residues<2>(digits, parts, table, roots, n_moduli, slot, padded);
+}
+
+// The block's reconstruction constants in shared memory: every modulus's (and, on Gaussian moduli,
+// its Im constants) and 1/M; every thread of the block calls it.
+struct ReconstructTables {
+    const ReconstructModulus *table, *im_table;
+    const double *product_limbs;
+    double inv_product;
+};
+// Inlined, so that the tables' loads are known to be shared-memory loads.
+__device__ __forceinline__ ReconstructTables load_reconstruct_tables(int parts, int n_moduli, const double *moduli,
+                                                                     const double *inverses, const double *im_inverses,
+                                                                     int n_limbs, const double *partial_limbs,
+                                                                     const double *product_limbs)
+{
+    __shared__ ReconstructModulus table[MAX_MODULI], im_table[MAX_MODULI];
+    __shared__ double inv_product;
+    if (parts == 2 && threadIdx.x < n_moduli)  // load_reconstruct_moduli synchronises the block
+        im_table[threadIdx.x] = reconstruct_modulus((int)moduli[threadIdx.x], (int)im_inverses[threadIdx.x],
+                                                    partial_limbs + threadIdx.x * n_limbs, n_limbs);
+    load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
+    return {table, im_table, product_limbs, inv_product};
+}
+
+// crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
+// (n_moduli * parts, count) int32 (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian
+// moduli; 1: the real product), modulus by modulus: re (and im when complex) scaled by 2^exponent.
+template <int LIMBS>
+__device__ __forceinline__ void reconstructed(const int *__restrict__ products, long long count, long long index,
+                                              int parts, int n_moduli, const ReconstructTables &tables, int exponent,
+                                              double &re, double &im)
+{
+    const int is_complex = parts > 1;
+    CrtSums<LIMBS> sums;
+    for (int l = 0; l < n_moduli; ++l) {
+        const int *product = products + (long long)l * parts * count + index;
+        if (parts == 2)
+            sums.add_gaussian(tables.table[l], tables.im_table[l], product[0], product[count]);
+        else
+            sums.add(tables.table[l], is_complex, product[0], is_complex ? product[count] : 0,
+                     is_complex ? product[2 * count] : 0);
+    }
+    sums.finish(tables.product_limbs, tables.inv_product, exponent, is_complex, re, im);
+}
+
+// Column c of a K x K gate (K <= MAX_GATE_K) on the bit positions `targets` of a flat complex128
+// state (target_layout.py: gate index bit i at state bit targets[i], packed six bits each) holds
+// the amplitudes column_offset(c) + amplitude_offset(a), a < K. The kernels below read a chunk of
+// columns there and write its results back there, so that no gathered copy of the columns is
+// made, whatever the targets; the amplitudes' offsets come from a table in shared memory. Their
+// arithmetic per column is that of
+// crt_row_scales, crt_residues and crt_reconstruct on the column as a row of K complex values (a
+// row's maximum and its sum of squares are exact in any order), so the bits are the same.
+#define MAX_GATE_K 1024
+
+__device__ __forceinline__ int packed_field(unsigned long long fields, int i) { return (int)((fields >> (6 * i)) & 63u); }
+
+// The offset of column c's amplitude 0: a zero bit inserted at every target, the lowest first.
+__device__ __forceinline__ long long column_offset(long long c, unsigned long long ascending, int n_targets)
+{
+    for (int i = 0; i < n_targets; ++i) c += c & -(1LL << packed_field(ascending, i));
+    return c;
+}
+
+// offsets[a] = the offset of amplitude a from its column's amplitude 0, for a < k; every thread of
+// the block calls it, before a barrier.
+__device__ __forceinline__ void fill_amplitude_offsets(long long *offsets, int k, unsigned long long targets,
+                                                       int n_targets)
+{
+    for (int a = threadIdx.x; a < k; a += blockDim.x) {
+        long long offset = 0;
+        for (int i = 0; i < n_targets; ++i)
+            if ((a >> i) & 1) offset += 1LL << packed_field(targets, i);
+        offsets[a] = offset;
+    }
+}
+
+// Row scales and residues of the columns first_column .. first_column + rows - 1 of the state x,
+// one warp per column: scales[row] as crt_row_scales (bits; 0, and *nonfinite = 1, for a column
+// holding NaN or Inf), then that row's residues as crt_residues of a complex row of width k
+// (parts 2 or 3), at out + row * out_stride. targets: in gate order; ascending: the same sorted.
+extern "C" __global__ void crt_gate_residues(const double2 *__restrict__ x, long long first_column, long long rows,
+                                             int k, unsigned long long targets, unsigned long long ascending,
+                                             int n_targets, int padded, int parts, int bits,
+                                             int *__restrict__ scales, int *__restrict__ nonfinite, int n_moduli,
+                                             const double *__restrict__ moduli, const double *__restrict__ root_table,
+                                             signed char *__restrict__ out, long long out_stride)
+{
+    __shared__ ResidueModulus table[MAX_MODULI];
+    __shared__ int roots[MAX_MODULI];
+    __shared__ long long offsets[MAX_GATE_K];
+    if (threadIdx.x < n_moduli) roots[threadIdx.x] = (int)root_table[threadIdx.x];
+    fill_amplitude_offsets(offsets, k, targets, n_targets);
+    load_residue_moduli(table, moduli, n_moduli);  // synchronises the block
+    const int lane = threadIdx.x & 31;
+    for (long long row = global_warp(); row < rows; row += warp_count()) {
+        const double2 *column = x + column_offset(first_column + row, ascending, n_targets);
+        double largest = 0.0;
+        int lane_bad = 0;
+        for (int h = lane; h < k; h += 32) {
+            const double2 v = column[offsets[h]];
+            const double re = fabs(v.x), im = fabs(v.y);
+            lane_bad |= !isfinite(re) | !isfinite(im);
+            largest = fmax(largest, fmax(re, im));
+        }
+        for (int offset = 16; offset; offset >>= 1) largest = fmax(largest, __shfl_xor_sync(FULL_MASK, largest, offset));
+        const int bad = __any_sync(FULL_MASK, lane_bad);
+        int scale = 0;
+        if (!bad) {
+            int e;
+            frexp(largest, &e);
+            double squares = 0.0;  // integers below 2^51: exact in any order
+            for (int h = lane; h < k; h += 32) {
+                const double2 v = column[offsets[h]];
+                const double q_re = scale_ceiling(fabs(v.x), e), q_im = scale_ceiling(fabs(v.y), e);
+                squares += q_re * q_re + q_im * q_im;
+            }
+            for (int offset = 16; offset; offset >>= 1) squares += __shfl_xor_sync(FULL_MASK, squares, offset);
+            scale = row_scale_of(e, squares, bits);
+        }
+        if (lane == 0) {
+            scales[row] = scale;
+            if (bad) *nonfinite = 1;
+        }
+        const RowScale row_scale(scale);
+        signed char *o = out + row * out_stride;
+        for (int h = lane; h < padded; h += 32) {
+            const double2 v = h < k ? column[offsets[h]] : make_double2(0.0, 0.0);
+            element_residues(v.x, v.y, true, row_scale, parts, table, roots, n_moduli, o + h, padded);
+        }
+    }
+}
+
+// body(Limbs<L>()) for L = n_limbs (2..MAX_LIMBS), so that the limb loops unroll (measured 7%
+// faster gates here than a switch over calls of a template function, BENCHMARKS.md round 15).
+template <int L> struct Limbs {
+    static constexpr int value = L;
+};
+template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Body body)
+{
+    switch (n_limbs) {
+    case 2: body(Limbs<2>()); break;
+    case 3: body(Limbs<3>()); break;
+    case 4: body(Limbs<4>()); break;
+    case 5: body(Limbs<5>()); break;
+    }
+}
+
+// crt_reconstruct of a chunk's products (n_moduli * parts, rows, k) int32 (parts 2 or 3), output
+// (i, c) written to amplitude c of column first_column + i of the state out, addressed as
+// crt_gate_residues reads them (out may be the state those residues came from). One thread per
+// output, as crt_reconstruct (one warp per column measured 1.6x slower on the H100).
+extern "C" __global__ void crt_gate_reconstruct(const int *__restrict__ products, long long rows, int k, int parts,
+                                                int n_moduli, const double *__restrict__ moduli,
+                                                const double *__restrict__ inverses,
+                                                const double *__restrict__ im_inverses, int n_limbs,
+                                                const double *__restrict__ partial_limbs,
+                                                const double *__restrict__ product_limbs,
+                                                const int *__restrict__ row_scales, const int *__restrict__ col_scales,
+                                                double2 *out, long long first_column, unsigned long long targets,
+                                                unsigned long long ascending, int n_targets)
+{
+    __shared__ long long offsets[MAX_GATE_K];
+    fill_amplitude_offsets(offsets, k, targets, n_targets);
+    const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
+                                                             partial_limbs, product_limbs);
+    const long long count = rows * k;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for_limbs(n_limbs, [&](auto limbs) {
+        constexpr int LIMBS = decltype(limbs)::value;
+        for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
+            const long long i = index / k;
+            const int c = (int)(index - i * k);
+            double re, im;
+            reconstructed<LIMBS>(products, count, index, parts, n_moduli, tables, -(row_scales[i] + col_scales[c]), re,
+                                 im);
+            out[column_offset(first_column + i, ascending, n_targets) + offsets[c]] = make_double2(re, im);
+        }
+    });
+}
