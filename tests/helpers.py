@@ -32,6 +32,14 @@ def at_targets(state, targets, apply_columns):
     return np.ascontiguousarray(moved.transpose(np.argsort(others + axes))).reshape(-1)
 
 
+def batched_on_columns(backend, u, columns):
+    """backend.apply_batched(u, .) on columns (L, K), as an (L, K, 1) view, out of place: the
+    expected result of a gate kernel that takes the columns where they sit (with at_targets)."""
+    out = np.empty_like(columns)
+    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
+    return out
+
+
 def normwise_error(c, ref) -> float:
     return float(np.abs(c - ref).max() / np.abs(ref).max())
 

@@ -26,7 +26,8 @@ from gemm_backend.workspace import TILE_ALIGNMENT
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
 
-from .helpers import at_targets, check_gpu_apply_batched_matches_cpu, gpu_run_matches_cpu, same_bits, seed_paper_matrix
+from .helpers import (at_targets, batched_on_columns, check_gpu_apply_batched_matches_cpu, gpu_run_matches_cpu, same_bits,
+                      seed_paper_matrix)
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU with cupy")
 UNIT_ROUNDOFF = 2.0**-53
@@ -652,7 +653,7 @@ def test_gpu_apply_scattered_takes_any_targets_in_place(name, targets, rng):
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
     backend = gemm_backend.get(name, workspace_bytes=gemm_backend.get(name).gate_workspace(k, 5 * TILE_ALIGNMENT))
     cpu = gemm_backend.get(name, workspace_bytes=backend.workspace_bytes)
-    expected = at_targets(state, targets, lambda columns: _cpu_batched(cpu, u, columns))
+    expected = at_targets(state, targets, lambda columns: batched_on_columns(cpu, u, columns))
     on_gpu = cp.asarray(state)
     assert backend.takes_scattered(k, True) and not backend.takes_scattered(k, False)
     assert backend.apply_scattered(cp.asarray(u), on_gpu, targets)
@@ -660,12 +661,6 @@ def test_gpu_apply_scattered_takes_any_targets_in_place(name, targets, rng):
     on_gpu[7] = np.nan
     with pytest.raises(BackendError, match="operand a contains NaN or Inf"):
         backend.apply_scattered(cp.asarray(u), on_gpu, targets)
-
-
-def _cpu_batched(backend, u, columns):
-    out = np.empty_like(columns)
-    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
-    return out
 
 
 @pytest.mark.gpu
@@ -691,4 +686,3 @@ def test_gpu_brickwork_simulation_matches_cpu():
     circuit = brickwork(20, 4, 2, seed=11)
     results = gpu_run_matches_cpu(circuit, "int8-crt-14")
     assert [g["moduli"] for g in results["gpu"].gate_info] == [14] * len(circuit.gates)
-

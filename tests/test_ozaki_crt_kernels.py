@@ -14,7 +14,7 @@ from gemm_backend.ozaki.crt_backend import CrtLayout
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 from gemm_backend.target_layout import pack_targets
 
-from .helpers import at_targets, same_bits, seed_paper_matrix
+from .helpers import at_targets, batched_on_columns, same_bits, seed_paper_matrix
 from .host_build import build_host_harness
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
@@ -327,15 +327,9 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
 
     state = at_targets(state, targets, scale_columns)
     backend = gemm_backend.get(backend_name(m, gaussian))
-    expected = at_targets(state, targets, lambda columns: _cpu_apply(backend, u, columns))
+    expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
     assert host_gate(kernels, backend, u, state, targets, chunk)
     assert same_bits(state, expected)
-
-
-def _cpu_apply(backend, u, columns):
-    out = np.empty_like(columns)
-    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
-    return out
 
 
 def test_host_gate_kernels_flag_non_finite_columns(kernels, rng):

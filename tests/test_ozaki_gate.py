@@ -17,7 +17,7 @@ from gemm_backend.ozaki.plan import plan_products
 from gemm_backend.target_layout import packing_qubits
 
 from .conftest import requires_gpu
-from .helpers import at_targets, crandn, same_bits
+from .helpers import at_targets, batched_on_columns, crandn, same_bits
 from .host_build import kernel_includes, variant_builder
 
 
@@ -317,17 +317,10 @@ def test_auto_at_512_takes_scattered_targets_on_either_scheme(rng):
     assert loose.takes_scattered(512, True) and loose.apply_scattered(cp.asarray(u), on_gpu, targets)
     assert same_bits(on_gpu.get(), expected) and loose.last_call_info["kernel"] == "fused"
     default = gemm_backend.get("int8-auto")
-    expected = at_targets(state, targets, lambda columns: _cpu_batched(gemm_backend.get("int8-auto"), u, columns))
+    expected = at_targets(state, targets, lambda columns: batched_on_columns(gemm_backend.get("int8-auto"), u, columns))
     on_gpu = cp.asarray(state)
     assert default.apply_scattered(cp.asarray(u), on_gpu, targets)
     assert default.last_call_info["kernel"] == "ozaki2" and same_bits(on_gpu.get(), expected)
-
-
-def _cpu_batched(backend, u, columns):
-    """backend.apply_batched on the CPU on columns (L, K) as an (L, K, 1) view, out of place."""
-    out = np.empty_like(columns)
-    backend.apply_batched(u, columns[:, :, None], out[:, :, None])
-    return out
 
 
 @pytest.mark.gpu

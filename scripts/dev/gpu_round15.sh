@@ -5,27 +5,15 @@
 #   bash scripts/dev/gpu_round15.sh OUTDIR bench   # gates d = 9, 10 (SIZES) at N = 30, first targets 0, middle, top and
 #                                                  # the scattered set spread: cublas and int8-auto side by side, in the
 #                                                  # tree in .old (the baseline, a `git archive`) and in this one
+#                                                  # (TARGETS=, SCATTERED= to choose; NO_BASELINE=1: this tree alone)
 # Name the kind (nvidia-h100-x1) so that the figures are the H100's; carry .whl (and .old for the baseline).
-set -uo pipefail
+# tests: round 14's script with this round's files; bench: its setup (wheels, PYTHONPATH, device.txt), then the runs
 out=${1:-out}; what=${2:-tests}
-mkdir -p "$out"; out=$(cd "$out" && pwd)
-export PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/kernel_cache}
-site=""
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  site=/tmp/site
-fi
-export PYTHONPATH="$PWD${site:+:$site}"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; git log -1 --format=%h 2>/dev/null; } \
-  | tee "$out/device.txt"
-
 if [[ $what == tests ]]; then
-  workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n "${GPU_TEST_WORKERS:-8}")
-  [[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-  timeout "${TEST_SECONDS:-400}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" --durations=5 -rf \
-    ${TESTS:-tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py tests/test_ozaki.py tests/test_target_layout.py} 2>&1 \
-    | grep -v -i warn | tee "$out/gpu_tests.log" | tail -12
+  TESTS=${TESTS:-tests/test_ozaki_crt.py tests/test_ozaki_gcrt.py tests/test_ozaki.py tests/test_target_layout.py} \
+    exec bash "$(dirname "$0")/gpu_round14.sh" "$out" tests
 fi
+source <(sed -n '/^set -uo pipefail/,/tee "$out\/device.txt"/p' "$(dirname "$0")/gpu_round14.sh")
 
 if [[ $what == bench ]]; then
   trees=(.); [[ -d .old && -z ${NO_BASELINE:-} ]] && trees=(.old .)
