@@ -206,7 +206,7 @@ class OzakiBackend(GemmBackend):
         ozaki2 = addresses_targets(k, on_gpu)
         if self._ozaki2_only(k):
             return ozaki2
-        if self.large_gates == AUTO and k >= WIDE_GATE_K:  # the gate's own plan picks the scheme
+        if self._scheme_per_gate(k):
             return ozaki1 and ozaki2
         return ozaki1
 
@@ -223,8 +223,7 @@ class OzakiBackend(GemmBackend):
         on_gpu = is_gpu_array(state)
         if not (on_gpu and self.split_rule.plans_from_gate):
             return False
-        may_take_ozaki2 = self._ozaki2_only(k) or self.large_gates == AUTO and k >= WIDE_GATE_K
-        if not (may_take_ozaki2 or self._fused_scattered(k, on_gpu)):
+        if not (self._ozaki2_only(k) or self._scheme_per_gate(k) or self._fused_scattered(k, on_gpu)):
             return False
         choice = self._choice_of(u)
         if choice.scheme == OZAKI2:
@@ -247,13 +246,18 @@ class OzakiBackend(GemmBackend):
             return k > WIDE_GATE_K
         return self.large_gates == OZAKI2 and k > FUSED_DIMS[-1]
 
+    def _scheme_per_gate(self, k: int) -> bool:
+        """Whether a gate of size k, where not Ozaki-II's alone, takes the scheme its own plan makes
+        cheaper (large_gates="auto" at K = WIDE_GATE_K, _cheaper_scheme)."""
+        return self.large_gates == AUTO and k >= WIDE_GATE_K
+
     def _gate_choice(self, u, x=None) -> Choice:
         """The Choice of gate u (K, K) on state views x: the rule's Ozaki-I plan (or native product),
         or Ozaki-II's moduli where large_gates sends the gate there (class docstring)."""
         k = u.shape[0]
         if self._ozaki2_only(k):
             return self.split_rule.ozaki2_gate(k)
-        if self.large_gates != AUTO or k < WIDE_GATE_K:
+        if not self._scheme_per_gate(k):
             return self.split_rule.gate_choice(u, x)
         return self._cheaper_scheme(u)
 

@@ -115,6 +115,28 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
     }
 }
 
+// The block's reconstruction constants in shared memory: every modulus's (and, on Gaussian moduli,
+// its Im constants) and 1/M; every thread of the block calls it.
+struct ReconstructTables {
+    const ReconstructModulus *table, *im_table;
+    const double *product_limbs;
+    double inv_product;
+};
+// Inlined, so that the tables' loads are known to be shared-memory loads.
+__device__ __forceinline__ ReconstructTables load_reconstruct_tables(int parts, int n_moduli, const double *moduli,
+                                                                     const double *inverses, const double *im_inverses,
+                                                                     int n_limbs, const double *partial_limbs,
+                                                                     const double *product_limbs)
+{
+    __shared__ ReconstructModulus table[MAX_MODULI], im_table[MAX_MODULI];
+    __shared__ double inv_product;
+    if (parts == 2 && threadIdx.x < n_moduli)  // load_reconstruct_moduli synchronises the block
+        im_table[threadIdx.x] = reconstruct_modulus((int)moduli[threadIdx.x], (int)im_inverses[threadIdx.x],
+                                                    partial_limbs + threadIdx.x * n_limbs, n_limbs);
+    load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
+    return {table, im_table, product_limbs, inv_product};
+}
+
 // crt.CrtAccumulator for every output of a tile (crt_reconstruct's loop, for LIMBS limbs).
 template <int LIMBS>
 __device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int parts,
@@ -159,17 +181,13 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
                                            const int *__restrict__ col_scales, double *__restrict__ out,
                                            long long out_stride)
 {
-    __shared__ ReconstructModulus table[MAX_MODULI], im_table[MAX_MODULI];
-    __shared__ double inv_product;
-    if (parts == 2 && threadIdx.x < n_moduli)  // load_reconstruct_moduli synchronises the block
-        im_table[threadIdx.x] = reconstruct_modulus((int)moduli[threadIdx.x], (int)im_inverses[threadIdx.x],
-                                                    partial_limbs + threadIdx.x * n_limbs, n_limbs);
-    load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
+    const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
+                                                             partial_limbs, product_limbs);
     switch (n_limbs) {
 #define CRT_LIMBS_CASE(L)                                                                                              \
     case L:                                                                                                          \
-        reconstruct_tile<L>(products, rows, cols, parts, n_moduli, table, im_table, product_limbs, inv_product,       \
-                            row_scales, col_scales, out, out_stride);                                                \
+        reconstruct_tile<L>(products, rows, cols, parts, n_moduli, tables.table, tables.im_table, product_limbs,      \
+                            tables.inv_product, row_scales, col_scales, out, out_stride);                            \
         break;
         CRT_LIMBS_CASE(2)
         CRT_LIMBS_CASE(3)
@@ -180,8 +198,8 @@ extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, lon
 }
 
 // -- a gate's columns where they sit in the state (OzakiCrtBackend.apply_at) -----------------------
-// (The row kernels above keep their own loops: with these helpers shared, whole gates measured 3-4%
-// slower on the H100, cause not isolated: BENCHMARKS.md round 15.)
+// (The row kernels above share load_reconstruct_tables but keep their own loops: with the helpers
+// below shared too, whole gates measured 3-5% slower on the H100, BENCHMARKS.md round 15.)
 
 // ceil(|v| 2^(16 - e)), at least 1 for v != 0: a value's term in a row scale's sum of squares.
 __device__ __forceinline__ double scale_ceiling(double magnitude, int e)
@@ -212,28 +230,6 @@ __device__ __forceinline__ void element_residues(double re, double im, bool is_c
         write_residues<3>(digits, parts, table, roots, n_moduli, slot, padded);
     else
         write_residues<2>(digits, parts, table, roots, n_moduli, slot, padded);
-}
-
-// The block's reconstruction constants in shared memory: every modulus's (and, on Gaussian moduli,
-// its Im constants) and 1/M; every thread of the block calls it.
-struct ReconstructTables {
-    const ReconstructModulus *table, *im_table;
-    const double *product_limbs;
-    double inv_product;
-};
-// Inlined, so that the tables' loads are known to be shared-memory loads.
-__device__ __forceinline__ ReconstructTables load_reconstruct_tables(int parts, int n_moduli, const double *moduli,
-                                                                     const double *inverses, const double *im_inverses,
-                                                                     int n_limbs, const double *partial_limbs,
-                                                                     const double *product_limbs)
-{
-    __shared__ ReconstructModulus table[MAX_MODULI], im_table[MAX_MODULI];
-    __shared__ double inv_product;
-    if (parts == 2 && threadIdx.x < n_moduli)  // load_reconstruct_moduli synchronises the block
-        im_table[threadIdx.x] = reconstruct_modulus((int)moduli[threadIdx.x], (int)im_inverses[threadIdx.x],
-                                                    partial_limbs + threadIdx.x * n_limbs, n_limbs);
-    load_reconstruct_moduli(table, &inv_product, moduli, inverses, partial_limbs, product_limbs, n_moduli, n_limbs);
-    return {table, im_table, product_limbs, inv_product};
 }
 
 // crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
