@@ -24,13 +24,13 @@ depend on the device.
 
 Gates of K = WIDE_GATE_K (int8-auto's large gates, backend.py): the fused wide Ozaki-I kernel
 (gate.py) against the Ozaki-II gate path, in passes over the state (gate_cost.py), fitted to the
-H100 at N = 30 (BENCHMARKS.md rounds 13 and 14):
+H100 at N = 30 (BENCHMARKS.md rounds 13, 14 and 16):
 
     wide Ozaki-I (P digit pairs)   WIDE_GATE_FIXED_PASSES + P * WIDE_GATE_PASSES_PER_PAIR
                                    (9.2 passes at P = 19, 19.8 at P = 53; first target 0)
     Ozaki-II (M moduli)            M * (2 on Gaussian moduli, else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
-                                   (16 Gaussian moduli: 16.0 passes at first target 0, where the
-                                   columns are rows of the state, 18.0 at the top, through copies)
+                                   (16 Gaussian moduli: 13.9 passes at first target 0, where the
+                                   columns are rows of the state, 16.1 at the top, through copies)
 
 Like the matmul model it ranks; the choice depends on the plan and the moduli alone.
 """
@@ -44,7 +44,7 @@ OZAKI2_RECONSTRUCT_SECONDS = 7.1e-12
 WIDE_GATE_K = 512
 WIDE_GATE_FIXED_PASSES = 3.3
 WIDE_GATE_PASSES_PER_PAIR = 0.31
-OZAKI2_GATE_PASSES_PER_PRODUCT = 0.53
+OZAKI2_GATE_PASSES_PER_PRODUCT = 0.47
 
 
 def int8_seconds(operations: float, inner: int) -> float:

@@ -19,9 +19,9 @@ inline double2 make_double2(double x, double y) { return {x, y}; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline double __ll2double_rn(long long x) { return (double)x; }
+inline double __ull2double_rn(unsigned long long x) { return (double)x; }  // to nearest even, as CUDA's
 inline long long __double2ll_rz(double x) { return (long long)x; }  // C++ conversion truncates
 inline int __double2int_rz(double x) { return (int)x; }
-inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }  // the default mode: to nearest even
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline double __hiloint2double(int hi, int lo)

@@ -25,45 +25,63 @@
 
 // -- residues: balanced bytes, dp4a against packed powers of two, one FP32 quotient ----------------
 
-// The constants of modulus p for crt_residues (one 32-byte record per modulus, two LDS.128).
+// The constants of modulus p for crt_residues (one 48-byte record per modulus, three LDS.128).
 // powers[w] packs four int8 symmetric residues of 2^e mod p, e the weights of the bytes of digit
 // word w: 2^0, 2^8, 2^16, 2^24 (w = 0), 2^32 .. 2^56 (w = 1), 2^62 .. 2^86 (w = 2, see Digits).
+// turned_powers[w]: the same for i_p 2^e (Gaussian moduli; zero for the others), so that one dp4a
+// sum gives i_p Im modulo p directly.
 struct alignas(16) ResidueModulus {
     int powers[3];
     float inv_p, neg_p;          // fl(1/p) and -p
     unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 MAGIC_BITS (mod 2^32)
+    int turned_powers[3];
+    int unused;
 };
 
-// 2^e mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod), by doubling; set-up only.
-__device__ int symmetric_power(int e, int p)
+// v mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod); set-up only.
+__device__ int symmetric_mod(int v, int p)
 {
-    int r = 1;
-    for (int i = 0; i < e; ++i) r = 2 * r % p;
+    int r = v % p;
+    if (r < 0) r += p;
     return r > (p - 1) / 2 ? r - p : r;
 }
 
-__device__ ResidueModulus residue_modulus(int p)
+// 2^e mod p in [0, p) by squaring (p <= 256: every product below 2^16); set-up only.
+__device__ int power_of_two_mod(int e, int p)
 {
-    ResidueModulus c;
-    for (int w = 0; w < 3; ++w) {
-        unsigned packed = 0;
-        for (int b = 0; b < 4; ++b)
-            packed |= (unsigned)(symmetric_power(w < 2 ? 32 * w + 8 * b : 62 + 8 * b, p) & 0xff) << (8 * b);
-        c.powers[w] = (int)packed;
+    int result = 1 % p, base = 2 % p;
+    for (; e; e >>= 1) {
+        if (e & 1) result = result * base % p;
+        base = base * base % p;
     }
-    c.inv_p = 1.0f / (float)p;
-    c.neg_p = -(float)p;
-    c.p = p;
-    c.half = p / 2;
-    c.sum_shift = c.half + p - 2u * MAGIC_BITS;
-    return c;
+    return result;
 }
 
-// The first n_moduli (<= MAX_MODULI) records from moduli (float64 p_l, as crt.CrtPlan.p) into shared memory, by
-// the block's first threads; every thread of the block must call it.
-__device__ void load_residue_moduli(ResidueModulus *table, const double *moduli, int n_moduli)
+// The first n_moduli (<= MAX_MODULI) records from moduli and roots (float64 p_l and i_p, as
+// crt.CrtPlan.p, root; roots may be null: no Gaussian residues) into shared memory, every byte of
+// the packed powers by its own thread (one thread per record took longer than a warp's whole row
+// of residues); every thread of the block must call it.
+__device__ void load_residue_moduli(ResidueModulus *table, const double *moduli, const double *roots, int n_moduli)
 {
-    if (threadIdx.x < n_moduli) table[threadIdx.x] = residue_modulus((int)moduli[threadIdx.x]);
+    constexpr int BYTES = 12;  // of powers, and again of turned_powers
+    for (int i = threadIdx.x; i < n_moduli * 2 * BYTES; i += blockDim.x) {
+        const int l = i / (2 * BYTES), turned = i % (2 * BYTES) >= BYTES, b = i % BYTES, w = b / 4;
+        const int p = (int)moduli[l], factor = turned ? (roots ? (int)roots[l] : 0) : 1;
+        const int e = (w < 2 ? 32 * w : 62) + 8 * (b % 4);
+        signed char *bytes = (signed char *)(turned ? table[l].turned_powers : table[l].powers);  // little-endian
+        bytes[b] = (signed char)symmetric_mod(factor * power_of_two_mod(e, p), p);
+    }
+    const int l = threadIdx.x;
+    if (l < n_moduli) {
+        ResidueModulus &c = table[l];
+        const int p = (int)moduli[l];
+        c.inv_p = 1.0f / (float)p;
+        c.neg_p = -(float)p;
+        c.p = p;
+        c.half = p / 2;
+        c.sum_shift = c.half + p - 2u * MAGIC_BITS;
+        c.unused = 0;
+    }
     __syncthreads();
 }
 
@@ -111,22 +129,49 @@ __device__ __forceinline__ Digits scaled_digits(double v, const RowScale &scale)
     return d;
 }
 
-// The symmetric residue r of the value of `digits` modulo p, as the bits of the float
-// 1.5 2^23 + r: the low byte of the result is r as int8. S = sum d_b (2^e_b mod p) == value
-// (mod p) with |S| <= 12 * 128 * 128 < 2^18, so 1.5 2^23 + S is exact and its bits are
-// MAGIC_BITS + S (dp4a adds S to them). The quotient: |S fl(1/p) - S/p| <= 2^18 / p * 2^-24
-// < 1/(4p), and for odd p the fraction of S/p stays 1/(2p) away from 1/2, so the FFMA, rounding
-// 1.5 2^23 + S fl(1/p) once to an integer, gives 1.5 2^23 + rint(S/p); for p = 256 the quotient
-// is exact and a tie may give r = +128 (int8: -128, crt.symmetric_mod's value). The last FFMA
-// is exact: 1.5 2^23 + S - q p = 1.5 2^23 + r, all integers below 2^24.
-template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Digits &digits, const ResidueModulus &c)
+// start + sum_b d_b w_b over the digits' bytes d_b and the packed weights w_b (dp4a).
+template <int WORDS>
+__device__ __forceinline__ int digit_sum(const Digits &digits, const int (&weights)[3], int start)
 {
-    int sum = MAGIC_BITS;
+    int sum = start;
 #pragma unroll
-    for (int w = 0; w < WORDS; ++w) sum = __dp4a(digits.words[w], c.powers[w], sum);
-    const float shifted = __int_as_float(sum);
+    for (int w = 0; w < WORDS; ++w) sum = __dp4a(digits.words[w], weights[w], sum);
+    return sum;
+}
+
+// The symmetric residue r of S modulo p, from the bits MAGIC_BITS + S of the float 1.5 2^23 + S
+// (|S| < 2^19), as the bits of the float 1.5 2^23 + r: the low byte of the result is r as int8.
+// The quotient: |S fl(1/p) - S/p| <= 2^19 / p * 2^-24 < 1/(4p), and for odd p the fraction of S/p
+// stays 1/(2p) away from 1/2, so the FFMA, rounding 1.5 2^23 + S fl(1/p) once to an integer,
+// gives 1.5 2^23 + rint(S/p); for p = 256 the quotient is exact and a tie may give r = +128
+// (int8: -128, crt.symmetric_mod's value). The last FFMA is exact: 1.5 2^23 + S - q p = 1.5 2^23 + r,
+// all integers below 2^24.
+__device__ __forceinline__ unsigned magic_reduce(int shifted_bits, const ResidueModulus &c)
+{
+    const float shifted = __int_as_float(shifted_bits);
     const float quotient = fmaf(shifted - MAGIC, c.inv_p, MAGIC) - MAGIC;
     return __float_as_uint(fmaf(quotient, c.neg_p, shifted));
+}
+
+// The symmetric residue of the value of `digits` modulo p (magic_reduce's bits). S = sum d_b
+// (2^e_b mod p) == value (mod p) with |S| <= 12 * 128 * 128 < 2^18; 1.5 2^23 + S is exact and its
+// bits are MAGIC_BITS + S (dp4a adds S to them).
+template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Digits &digits, const ResidueModulus &c)
+{
+    return magic_reduce(digit_sum<WORDS>(digits, c.powers, MAGIC_BITS), c);
+}
+
+// On a Gaussian modulus, the symmetric residues of Re + i_p Im and Re - i_p Im (magic_reduce's
+// bits) from one dp4a sum of Re against 2^e mod p and one of Im against i_p 2^e mod p: each sum
+// is below 12 * 128 * 120 in magnitude (p <= 241), so S_re +- S_im stays below 2^19.
+template <int WORDS>
+__device__ __forceinline__ void turned_residues(const Digits (&digits)[2], const ResidueModulus &c, unsigned &plus,
+                                                unsigned &minus)
+{
+    const int re = digit_sum<WORDS>(digits[0], c.powers, MAGIC_BITS);
+    const int im = digit_sum<WORDS>(digits[1], c.turned_powers, 0);
+    plus = magic_reduce(re + im, c);
+    minus = magic_reduce(re - im, c);
 }
 
 // The symmetric residue of r_re + r_im from two magic_residue results (low byte as int8). With
@@ -186,14 +231,49 @@ __device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n
     return sign < 0.0 ? -value : value;
 }
 
+// The same for LIMBS <= 4 limbs, whose values lie below 2^127 (M <= 2^128), with integer
+// instructions in place of round_limbs' FP64 carries and limb-by-limb window: the exact sum as a
+// two's-complement 128-bit (high, low) pair (each |digits[j]| < 2^46 is an exact int64; every
+// word operation is modulo 2^64, and the true value fits in 128 bits), its magnitude's top 64
+// bits with the bits below them ORed into the last (rounded to odd on >= 55 bits), converted to
+// the nearest double once, which is the nearest double to the exact value, then scaled by ldexp:
+// the same double round_limbs gives.
+template <int LIMBS> __device__ __forceinline__ double round_words(const double (&digits)[MAX_LIMBS], int exponent)
+{
+    static_assert(LIMBS <= 4, "round_words holds values below 2^127");
+    long long d[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) d[j] = j < LIMBS ? __double2ll_rz(digits[j]) : 0;
+    const unsigned long long middle = (unsigned long long)d[1] << 32;  // d1 2^32 = (d1 >> 32) 2^64 + middle
+    unsigned long long low = (unsigned long long)d[0] + middle;
+    long long high = (d[0] >> 63) + (d[1] >> 32) + (low < middle) + d[2] + (long long)((unsigned long long)d[3] << 32);
+    const bool negative = high < 0;
+    if (negative) {
+        low = ~low + 1;
+        high = ~high + (low == 0);
+    }
+    double value;
+    int scale = exponent;
+    if (high == 0) {
+        value = __ull2double_rn(low);
+    } else {
+        const int s = __clzll(high);  // >= 1: the magnitude is below 2^127
+        value = __ull2double_rn((unsigned long long)high << s | low >> (64 - s) | (low << s != 0));
+        scale += 64 - s;
+    }
+    value = ldexp(value, scale);
+    return negative ? -value : value;
+}
+
 // -- reconstruction: IMAD residues of the products, FP64 limb sums of r_l E_l ---------------------
 
-// The constants of modulus l for crt_reconstruct (64 bytes). magic = round(2^32 / p); limbs: the
+// The constants of modulus l for crt_reconstruct (48 bytes). magic = round(2^32 / p); limbs: the
 // LIMB_BITS-bit limbs of E_l = ys_l Q_l with the sign of E_l, ys_l = y_l mods p in
-// [-floor(p/2), floor((p-1)/2)], so E_l == y_l Q_l (mod M) and |E_l| <= M/2.
+// [-floor(p/2), floor((p-1)/2)], so E_l == y_l Q_l (mod M) and |E_l| <= M/2. The limbs come first,
+// 16-byte aligned, so that a thread loads them as whole LDS.128s.
 struct alignas(16) ReconstructModulus {
-    int magic, p;
     double limbs[MAX_LIMBS];
+    int magic, p;
 };
 
 // Set-up only: E_l from the limbs of Q_l (float64 below 2^32, crt.CrtPlan.partial_limbs) by
@@ -297,16 +377,44 @@ template <int LIMBS> struct CrtSums {
         for (int j = 0; j < LIMBS; ++j) sums[j] = fma(r, c.limbs[j], sums[j]);
     }
 
+    // Every modulus's products of one output, modulus by modulus: product g of modulus l at
+    // products[(l * parts + g) * count] (parts 1, 2 or 3 as add and add_gaussian take them).
+    __device__ __forceinline__ void add_products(const int *products, long long count, int parts, int n_moduli,
+                                                 const ReconstructModulus *table, const ReconstructModulus *im_table)
+    {
+        const long long step = parts * count;
+        if (parts == 2) {
+#pragma unroll 4
+            for (int l = 0; l < n_moduli; ++l, products += step)
+                add_gaussian(table[l], im_table[l], products[0], products[count]);
+        } else {
+            const bool is_complex = parts > 1;
+#pragma unroll 2
+            for (int l = 0; l < n_moduli; ++l, products += step)
+                add(table[l], is_complex, products[0], is_complex ? products[count] : 0,
+                    is_complex ? products[2 * count] : 0);
+        }
+    }
+
     // crt.CrtAccumulator.result: the nearest doubles to C' 2^exponent (im only when is_complex).
     __device__ __forceinline__ void finish(const double *product_limbs, double inv_product, int exponent,
                                            bool is_complex, double &re_out, double &im_out)
     {
         subtract_multiple(re, product_limbs, inv_product);
-        re_out = round_limbs(re, LIMBS, exponent);
+        re_out = rounded(re, exponent);
         if (is_complex) {
             subtract_multiple(im, product_limbs, inv_product);
-            im_out = round_limbs(im, LIMBS, exponent);
+            im_out = rounded(im, exponent);
         }
+    }
+
+    // round_words where the limbs allow (measured fewer instructions), else round_limbs.
+    __device__ __forceinline__ static double rounded(double (&sums)[MAX_LIMBS], int exponent)
+    {
+        if constexpr (LIMBS <= 4)
+            return round_words<LIMBS>(sums, exponent);
+        else
+            return round_limbs(sums, LIMBS, exponent);
     }
 
     // sums - n M with n = round(X'/M), C' = X' - n M (|C'| <= M/2 - M/2^32, crt.CrtPlan). |X'/M| <= sum_l

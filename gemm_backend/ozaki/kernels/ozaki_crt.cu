@@ -6,6 +6,10 @@
 #include "row_warps.cuh"
 
 #define SCALE_BITS 16
+// The reconstruction kernels' registers are capped for 4 blocks of 256 threads per multiprocessor:
+// at 70 registers (3 blocks) their loads' latency showed (0.85 against 0.45 ms for 8192 x 1024
+// outputs on the H100, BENCHMARKS.md round 16).
+#define RECONSTRUCT_BLOCKS_PER_SM 4
 
 // crt.row_scales, one warp per row of x (rows, cols), rows row_stride elements apart.
 // scales[i] = bits - e + 16 - v (0 for an all-zero row), e the frexp exponent of the row maximum,
@@ -44,39 +48,32 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
     }
 }
 
-// The symmetric residue of re + root * im modulo p (odd), from two magic_residue results:
-// |re + root im| < 2^15, so the FP32 quotient is within 2^-9 of the exact one, whose fraction
-// stays 1/(2p) away from 1/2: rint is exact, and the difference is the residue.
-__device__ __forceinline__ signed char turned_residue(unsigned re, unsigned im, int root, const ResidueModulus &c)
-{
-    const int value = (int)(re - MAGIC_BITS) + root * (int)(im - MAGIC_BITS);
-    return (signed char)(value - __float2int_rn((float)value * c.inv_p) * (int)c.p);
-}
-
 // The residues of one element (real: digits[0]; complex: Re, Im and Re + Im, or on Gaussian
 // moduli Re + i_p Im and Re - i_p Im) modulo every modulus, written as int8 at
 // slot[(l * parts + g) * padded]. parts: 1 (real), 3 (Karatsuba) or 2 (Gaussian).
 template <int WORDS>
 __device__ __forceinline__ void write_residues(const Digits (&digits)[2], int parts, const ResidueModulus *table,
-                                               const int *roots, int n_moduli, signed char *slot, int padded)
+                                               int n_moduli, signed char *slot, int padded)
 {
     const long long step = (long long)parts * padded;
     for (int l = 0; l < n_moduli; ++l, slot += step) {
         const ResidueModulus c = table[l];
+        if (parts == 2) {
+            unsigned plus, minus;
+            turned_residues<WORDS>(digits, c, plus, minus);
+            slot[0] = (signed char)plus;
+            slot[padded] = (signed char)minus;
+            continue;
+        }
         const unsigned re = magic_residue<WORDS>(digits[0], c);
         if (parts == 1) {
             slot[0] = (signed char)re;
             continue;
         }
         const unsigned im = magic_residue<WORDS>(digits[1], c);
-        if (parts == 2) {
-            slot[0] = turned_residue(re, im, roots[l], c);
-            slot[padded] = turned_residue(re, im, -roots[l], c);
-        } else {
-            slot[0] = (signed char)re;
-            slot[padded] = (signed char)im;
-            slot[2 * padded] = (signed char)sum_residue(re, im, c);
-        }
+        slot[0] = (signed char)re;
+        slot[padded] = (signed char)im;
+        slot[2 * padded] = (signed char)sum_residue(re, im, c);
     }
 }
 
@@ -84,8 +81,8 @@ __device__ __forceinline__ void write_residues(const Digits (&digits)[2], int pa
 // residue modulo p_l of part g (parts = 3: Re, Im, Re + Im for complex rows; 2: Re + i_p Im,
 // Re - i_p Im on Gaussian moduli; 1: the value of a real row) of element h of
 // trunc(2^scales[row] x[row]); columns width..padded-1 are written as zeros. x rows hold `width`
-// elements: real, or complex as interleaved (re, im) float64. moduli, roots: the n_moduli <=
-// MAX_MODULI moduli and their i_p as float64 (crt.CrtPlan.p, root; roots unused unless parts = 2).
+// elements: real, or complex as interleaved (re, im) float64. moduli, root_table: the n_moduli <=
+// MAX_MODULI moduli and their i_p as float64 (crt.CrtPlan.p, root: zeros unless Gaussian).
 extern "C" __global__ void crt_residues(const double *__restrict__ x, long long rows, int width, int padded,
                                         long long row_stride, int parts, const int *__restrict__ scales,
                                         int n_moduli, const double *__restrict__ moduli,
@@ -93,24 +90,35 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
                                         long long out_stride)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
-    __shared__ int roots[MAX_MODULI];
-    if (threadIdx.x < n_moduli) roots[threadIdx.x] = (int)root_table[threadIdx.x];
-    load_residue_moduli(table, moduli, n_moduli);  // synchronises the block
+    load_residue_moduli(table, moduli, root_table, n_moduli);  // synchronises the block
     const int is_complex = parts > 1;
     const int lane = threadIdx.x & 31;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
         const double *r = x + row * row_stride;
         const RowScale scale(scales[row]);
         signed char *o = out + row * out_stride;
+        // Element h's parts (zeros in the padding), each read two iterations ahead of its use, so
+        // that the loads' latency passes under the residues of the elements before (the rows are
+        // read once: one read ahead measured 0.37 ms for 8192 rows of 1024, two 0.34, none 0.44).
+        auto part_of = [&](int h, int part) {
+            return h < width && part <= is_complex ? r[is_complex ? 2 * h + part : h] : 0.0;
+        };
+        double next[2] = {part_of(lane, 0), part_of(lane, 1)};
+        double after[2] = {part_of(lane + 32, 0), part_of(lane + 32, 1)};
         for (int h = lane; h < padded; h += 32) {
+            const double value[2] = {next[0], next[1]};
+            next[0] = after[0];
+            next[1] = after[1];
+            after[0] = part_of(h + 64, 0);
+            after[1] = part_of(h + 64, 1);
             Digits digits[2] = {};
 #pragma unroll
             for (int part = 0; part < 2; ++part)
-                if (part <= is_complex) digits[part] = scaled_digits(h < width ? r[is_complex ? 2 * h + part : h] : 0.0, scale);
+                if (part <= is_complex) digits[part] = scaled_digits(value[part], scale);
             if (digits[0].wide || digits[1].wide)
-                write_residues<3>(digits, parts, table, roots, n_moduli, o + h, padded);
+                write_residues<3>(digits, parts, table, n_moduli, o + h, padded);
             else
-                write_residues<2>(digits, parts, table, roots, n_moduli, o + h, padded);
+                write_residues<2>(digits, parts, table, n_moduli, o + h, padded);
         }
     }
 }
@@ -137,6 +145,34 @@ __device__ __forceinline__ ReconstructTables load_reconstruct_tables(int parts, 
     return {table, im_table, product_limbs, inv_product};
 }
 
+// A thread's outputs in a grid-stride loop over a tile of `cols` columns: flat index, row and
+// column, the row and column stepped without a 64-bit division per output.
+struct TilePosition {
+    long long index, row, index_step, row_step;
+    int col, col_step, cols;
+
+    __device__ explicit TilePosition(int columns) : cols(columns)
+    {
+        index = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        index_step = (long long)gridDim.x * blockDim.x;
+        row = index / cols;
+        col = (int)(index - row * cols);
+        row_step = index_step / cols;
+        col_step = (int)(index_step - row_step * cols);
+    }
+
+    __device__ void next()
+    {
+        index += index_step;
+        row += row_step;
+        col += col_step;
+        if (col >= cols) {
+            col -= cols;
+            ++row;
+        }
+    }
+};
+
 // crt.CrtAccumulator for every output of a tile (crt_reconstruct's loop, for LIMBS limbs).
 template <int LIMBS>
 __device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int parts,
@@ -145,23 +181,13 @@ __device__ void reconstruct_tile(const int *__restrict__ products, long long row
                                  const int *col_scales, double *out, long long out_stride)
 {
     const long long count = rows * cols;
-    const long long stride = (long long)gridDim.x * blockDim.x;
     const int is_complex = parts > 1;
-    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
+    for (TilePosition at(cols); at.index < count; at.next()) {
         CrtSums<LIMBS> sums;
-        for (int l = 0; l < n_moduli; ++l) {
-            const int *product = products + (long long)l * parts * count + index;
-            if (parts == 2)
-                sums.add_gaussian(table[l], im_table[l], product[0], product[count]);
-            else
-                sums.add(table[l], is_complex, product[0], is_complex ? product[count] : 0,
-                         is_complex ? product[2 * count] : 0);
-        }
-        const long long i = index / cols;
-        const int c = (int)(index - i * cols);
-        double *o = out + i * out_stride + (long long)c * (1 + is_complex);
+        sums.add_products(products + at.index, count, parts, n_moduli, table, im_table);
+        double *o = out + at.row * out_stride + (long long)at.col * (1 + is_complex);
         double im;
-        sums.finish(product_limbs, inv_product, -(row_scales[i] + col_scales[c]), is_complex, o[0], im);
+        sums.finish(product_limbs, inv_product, -(row_scales[at.row] + col_scales[at.col]), is_complex, o[0], im);
         if (is_complex) o[1] = im;
     }
 }
@@ -172,7 +198,8 @@ __device__ void reconstruct_tile(const int *__restrict__ products, long long row
 // its n_out = 1 (real) or 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y (Gaussian:
 // re_inverse), im_inverses (Gaussian only), partial_limbs (n_moduli, n_limbs), product_limbs
 // (n_limbs,), n_limbs in 2..MAX_LIMBS.
-extern "C" __global__ void crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int parts,
+extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
+    crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int parts,
                                            int n_moduli, const double *__restrict__ moduli,
                                            const double *__restrict__ inverses,
                                            const double *__restrict__ im_inverses, int n_limbs,
@@ -220,16 +247,16 @@ __device__ __forceinline__ int row_scale_of(int e, double squares, int bits)
 // The residues of one element (re, and im when complex) of a row scaled by `scale`, at `slot`
 // (write_residues).
 __device__ __forceinline__ void element_residues(double re, double im, bool is_complex, const RowScale &scale,
-                                                 int parts, const ResidueModulus *table, const int *roots,
-                                                 int n_moduli, signed char *slot, int padded)
+                                                 int parts, const ResidueModulus *table, int n_moduli,
+                                                 signed char *slot, int padded)
 {
     Digits digits[2] = {};
     digits[0] = scaled_digits(re, scale);
     if (is_complex) digits[1] = scaled_digits(im, scale);
     if (digits[0].wide || digits[1].wide)
-        write_residues<3>(digits, parts, table, roots, n_moduli, slot, padded);
+        write_residues<3>(digits, parts, table, n_moduli, slot, padded);
     else
-        write_residues<2>(digits, parts, table, roots, n_moduli, slot, padded);
+        write_residues<2>(digits, parts, table, n_moduli, slot, padded);
 }
 
 // crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
@@ -240,17 +267,9 @@ __device__ __forceinline__ void reconstructed(const int *__restrict__ products, 
                                               int parts, int n_moduli, const ReconstructTables &tables, int exponent,
                                               double &re, double &im)
 {
-    const int is_complex = parts > 1;
     CrtSums<LIMBS> sums;
-    for (int l = 0; l < n_moduli; ++l) {
-        const int *product = products + (long long)l * parts * count + index;
-        if (parts == 2)
-            sums.add_gaussian(tables.table[l], tables.im_table[l], product[0], product[count]);
-        else
-            sums.add(tables.table[l], is_complex, product[0], is_complex ? product[count] : 0,
-                     is_complex ? product[2 * count] : 0);
-    }
-    sums.finish(tables.product_limbs, tables.inv_product, exponent, is_complex, re, im);
+    sums.add_products(products + index, count, parts, n_moduli, tables.table, tables.im_table);
+    sums.finish(tables.product_limbs, tables.inv_product, exponent, parts > 1, re, im);
 }
 
 // Column c of a K x K gate (K <= MAX_GATE_K) on the bit positions `targets` of a flat complex128
@@ -297,11 +316,9 @@ extern "C" __global__ void crt_gate_residues(const double2 *__restrict__ x, long
                                              signed char *__restrict__ out, long long out_stride)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
-    __shared__ int roots[MAX_MODULI];
     __shared__ long long offsets[MAX_GATE_K];
-    if (threadIdx.x < n_moduli) roots[threadIdx.x] = (int)root_table[threadIdx.x];
     fill_amplitude_offsets(offsets, k, targets, n_targets);
-    load_residue_moduli(table, moduli, n_moduli);  // synchronises the block
+    load_residue_moduli(table, moduli, root_table, n_moduli);  // synchronises the block
     const int lane = threadIdx.x & 31;
     for (long long row = global_warp(); row < rows; row += warp_count()) {
         const double2 *column = x + column_offset(first_column + row, ascending, n_targets);
@@ -334,9 +351,13 @@ extern "C" __global__ void crt_gate_residues(const double2 *__restrict__ x, long
         }
         const RowScale row_scale(scale);
         signed char *o = out + row * out_stride;
+        auto amplitude = [&](int h) { return h < k ? column[offsets[h]] : make_double2(0.0, 0.0); };
+        double2 next = amplitude(lane), after = amplitude(lane + 32);  // read ahead, as in crt_residues
         for (int h = lane; h < padded; h += 32) {
-            const double2 v = h < k ? column[offsets[h]] : make_double2(0.0, 0.0);
-            element_residues(v.x, v.y, true, row_scale, parts, table, roots, n_moduli, o + h, padded);
+            const double2 v = next;
+            next = after;
+            after = amplitude(h + 64);
+            element_residues(v.x, v.y, true, row_scale, parts, table, n_moduli, o + h, padded);
         }
     }
 }
@@ -360,7 +381,8 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
 // (i, c) written to amplitude c of column first_column + i of the state out, addressed as
 // crt_gate_residues reads them (out may be the state those residues came from). One thread per
 // output, as crt_reconstruct (one warp per column measured 1.6x slower on the H100).
-extern "C" __global__ void crt_gate_reconstruct(const int *__restrict__ products, long long rows, int k, int parts,
+extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
+    crt_gate_reconstruct(const int *__restrict__ products, long long rows, int k, int parts,
                                                 int n_moduli, const double *__restrict__ moduli,
                                                 const double *__restrict__ inverses,
                                                 const double *__restrict__ im_inverses, int n_limbs,
@@ -375,16 +397,13 @@ extern "C" __global__ void crt_gate_reconstruct(const int *__restrict__ products
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
     const long long count = rows * k;
-    const long long stride = (long long)gridDim.x * blockDim.x;
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
-        for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < count; index += stride) {
-            const long long i = index / k;
-            const int c = (int)(index - i * k);
+        for (TilePosition at(k); at.index < count; at.next()) {
             double re, im;
-            reconstructed<LIMBS>(products, count, index, parts, n_moduli, tables, -(row_scales[i] + col_scales[c]), re,
-                                 im);
-            out[column_offset(first_column + i, ascending, n_targets) + offsets[c]] = make_double2(re, im);
+            reconstructed<LIMBS>(products, count, at.index, parts, n_moduli, tables,
+                                 -(row_scales[at.row] + col_scales[at.col]), re, im);
+            out[column_offset(first_column + at.row, ascending, n_targets) + offsets[at.col]] = make_double2(re, im);
         }
     });
 }

@@ -39,7 +39,7 @@ extern "C" __global__ void residues_floor(long long count, int scale, int n_modu
                                           int *__restrict__ checksum)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
-    load_residue_moduli(table, moduli, n_moduli);
+    load_residue_moduli(table, moduli, nullptr, n_moduli);
     const RowScale row_scale(scale);
     int sum = 0;
     const long long stride = (long long)gridDim.x * blockDim.x;
