@@ -1,7 +1,8 @@
 """Experiment: Ozaki-II's INT8 products reduced modulo p in the GEMM's epilogue (int8 out,
-scripts/dev/kernels/crt_products.cu) against cuBLAS's int32 products (gemm_tn_blocks, today's
-path), on a gate chunk's shapes: every block's residues checked against the int32 products
-reduced on the host side, then both timed. Development script; prints one table.
+scripts/dev/kernels/crt_products.cu: 128 x 128 block tiles, and the block's rows of a resident in
+shared memory) against cuBLAS's int32 products (gemm_tn_blocks, today's path), on a gate chunk's
+shapes: every block's residues checked against the int32 products reduced modulo p, then all
+timed. Development script; prints one table.
 
     python scripts/dev/crt_products_bench.py --rows 8192 --k 1024 --moduli 16
 """
@@ -17,8 +18,10 @@ from qsim.benchmarking import median_time, print_table
 
 SOURCE = Path(__file__).parent / "kernels" / "crt_products.cu"
 TILE, STAGES, TILE_K = 128, 4, 64
+RESIDENT_THREADS, RESIDENT_STAGES, RESIDENT_N = 512, 3, 256
 COLUMNS = [("rows", "rows", "{}"), ("k", "k", "{}"), ("blocks", "blocks", "{}"), ("cublas", "cuBLAS int32 ms", "{:.3f}"),
-           ("cublas_pops", "POPS", "{:.2f}"), ("mod", "int8-epilogue ms", "{:.3f}"), ("mod_pops", "POPS", "{:.2f}"),
+           ("cublas_pops", "POPS", "{:.2f}"), ("mod", "tiles, int8 out ms", "{:.3f}"), ("mod_pops", "POPS", "{:.2f}"),
+           ("resident", "resident rows, int8 out ms", "{:.3f}"), ("resident_pops", "POPS", "{:.2f}"),
            ("exact", "residues equal", "{}")]
 
 
@@ -37,6 +40,7 @@ def main():
     module = cp.RawModule(code=SOURCE.read_text(), options=("--std=c++17",))
     kernel = module.get_function("crt_products_mod")
     kernel.max_dynamic_shared_size_bytes = STAGES * 2 * TILE * TILE_K
+    resident_kernel = module.get_function("crt_products_mod_resident")
     rng = cp.random.default_rng(1)
     table = []
     for rows, k in zip(args.rows, args.k):
@@ -54,17 +58,29 @@ def main():
                    (a, cp.int64(rows), cp.int64(width), g, cp.int32(k), cp.int64(width), cp.int32(k), cp.int32(parts),
                     moduli, residues), shared_mem=STAGES * 2 * TILE * TILE_K)
 
+        resident_bytes = TILE * k + RESIDENT_STAGES * RESIDENT_N * TILE_K
+        resident_kernel.max_dynamic_shared_size_bytes = resident_bytes
+
+        def resident():
+            resident_kernel((1, (rows + TILE - 1) // TILE, blocks), (RESIDENT_THREADS,),
+                            (a, cp.int64(rows), cp.int64(width), g, cp.int32(k), cp.int64(width), cp.int32(k),
+                             cp.int32(parts), moduli, residues), shared_mem=resident_bytes)
+
         cublas()
-        modular()
         p = cp.repeat(cp.asarray(np.asarray(plan.p, np.int64)), parts)[:, None, None]
         expected = (products.astype(cp.int64) % p + p) % p
         expected = cp.where(expected > (p - 1) // 2, expected - p, expected)
-        exact = bool((expected == residues.astype(cp.int64)).all())
+        exact = []
+        for run in (modular, resident):
+            residues.fill(0)
+            run()
+            exact.append(bool((expected == residues.astype(cp.int64)).all()))
         operations = 2.0 * blocks * rows * k * k
-        t_cublas = median_time(cublas, True, args.repeats)
-        t_mod = median_time(modular, True, args.repeats)
-        table.append({"rows": rows, "k": k, "blocks": blocks, "cublas": t_cublas * 1e3, "cublas_pops": operations / t_cublas / 1e15,
-                      "mod": t_mod * 1e3, "mod_pops": operations / t_mod / 1e15, "exact": exact})
+        times = [median_time(run, True, args.repeats) for run in (cublas, modular, resident)]
+        row = {"rows": rows, "k": k, "blocks": blocks, "exact": "/".join(map(str, exact))}
+        for key, seconds in zip(("cublas", "mod", "resident"), times):
+            row[key], row[key + "_pops"] = seconds * 1e3, operations / seconds / 1e15
+        table.append(row)
     print_table(table, COLUMNS)
 
 
