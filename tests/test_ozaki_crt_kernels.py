@@ -311,11 +311,12 @@ def host_gate(kernels, backend, u, state, targets, chunk):
 
 @pytest.mark.parametrize("m, gaussian", [(16, True), (13, False), (9, True)])
 @pytest.mark.parametrize("targets, chunk", [((0, 1, 2), 16), ((2, 3, 4), 5), ((5, 1, 3), 7), ((6, 0), 64),
-                                            ((3,), 9)])
+                                            ((3,), 9), ((8, 0, 5, 2, 7, 3), 5)])
 def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, rng):
-    """In place on a 7-qubit state, in chunks: the bits of the CPU path (apply_batched) on the
-    gathered columns, whatever the targets' order and positions; zero, tiny and huge columns."""
-    n, k = 7, 1 << len(targets)
+    """In place on a state of 7 qubits (9 for 6 targets: K = 64, so that a thread's outputs wrap
+    to the next column), in chunks: the bits of the CPU path (apply_batched) on the gathered
+    columns, whatever the targets' order and positions; zero, tiny and huge columns."""
+    n, k = max(7, len(targets) + 3), 1 << len(targets)
     state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
     scaled = {1: 0.0, 2: 2.0**-1040, 3: 2.0**700}  # columns: zero, subnormal, huge
