@@ -35,7 +35,6 @@ struct alignas(16) ResidueModulus {
     float inv_p, neg_p;          // fl(1/p) and -p
     unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 MAGIC_BITS (mod 2^32)
     int turned_powers[3];
-    int unused;
 };
 
 // v mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod); set-up only.
@@ -59,8 +58,8 @@ __device__ int power_of_two_mod(int e, int p)
 
 // The first n_moduli (<= MAX_MODULI) records from moduli and roots (float64 p_l and i_p, as
 // crt.CrtPlan.p, root; roots may be null: no Gaussian residues) into shared memory, every byte of
-// the packed powers by its own thread (one thread per record took longer than a warp's whole row
-// of residues); every thread of the block must call it.
+// the packed powers by its own thread: the residue kernels run in one wave of blocks, so a serial
+// set-up per block would delay every row; every thread of the block must call it.
 __device__ void load_residue_moduli(ResidueModulus *table, const double *moduli, const double *roots, int n_moduli)
 {
     constexpr int BYTES = 12;  // of powers, and again of turned_powers
@@ -80,7 +79,6 @@ __device__ void load_residue_moduli(ResidueModulus *table, const double *moduli,
         c.p = p;
         c.half = p / 2;
         c.sum_shift = c.half + p - 2u * MAGIC_BITS;
-        c.unused = 0;
     }
     __syncthreads();
 }
@@ -233,7 +231,7 @@ __device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n
 
 // The same for LIMBS <= 4 limbs, whose values lie below 2^127 (M <= 2^128), with integer
 // instructions in place of round_limbs' FP64 carries and limb-by-limb window: the exact sum as a
-// two's-complement 128-bit (high, low) pair (each |digits[j]| < 2^46 is an exact int64; every
+// two's-complement 128-bit (high, low) pair (each |digits[j]| < 2^47 is an exact int64; every
 // word operation is modulo 2^64, and the true value fits in 128 bits), its magnitude's top 64
 // bits with the bits below them ORed into the last (rounded to odd on >= 55 bits), converted to
 // the nearest double once, which is the nearest double to the exact value, then scaled by ldexp:
@@ -408,7 +406,7 @@ template <int LIMBS> struct CrtSums {
         }
     }
 
-    // round_words where the limbs allow (measured fewer instructions), else round_limbs.
+    // round_words where the limbs allow (half the instructions, BENCHMARKS.md round 16), else round_limbs.
     __device__ __forceinline__ static double rounded(double (&sums)[MAX_LIMBS], int exponent)
     {
         if constexpr (LIMBS <= 4)

@@ -200,13 +200,13 @@ __device__ void reconstruct_tile(const int *__restrict__ products, long long row
 // (n_limbs,), n_limbs in 2..MAX_LIMBS.
 extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
     crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int parts,
-                                           int n_moduli, const double *__restrict__ moduli,
-                                           const double *__restrict__ inverses,
-                                           const double *__restrict__ im_inverses, int n_limbs,
-                                           const double *__restrict__ partial_limbs,
-                                           const double *__restrict__ product_limbs, const int *__restrict__ row_scales,
-                                           const int *__restrict__ col_scales, double *__restrict__ out,
-                                           long long out_stride)
+                    int n_moduli, const double *__restrict__ moduli,
+                    const double *__restrict__ inverses,
+                    const double *__restrict__ im_inverses, int n_limbs,
+                    const double *__restrict__ partial_limbs,
+                    const double *__restrict__ product_limbs, const int *__restrict__ row_scales,
+                    const int *__restrict__ col_scales, double *__restrict__ out,
+                    long long out_stride)
 {
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
@@ -383,14 +383,14 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
 // output, as crt_reconstruct (one warp per column measured 1.6x slower on the H100).
 extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
     crt_gate_reconstruct(const int *__restrict__ products, long long rows, int k, int parts,
-                                                int n_moduli, const double *__restrict__ moduli,
-                                                const double *__restrict__ inverses,
-                                                const double *__restrict__ im_inverses, int n_limbs,
-                                                const double *__restrict__ partial_limbs,
-                                                const double *__restrict__ product_limbs,
-                                                const int *__restrict__ row_scales, const int *__restrict__ col_scales,
-                                                double2 *out, long long first_column, unsigned long long targets,
-                                                unsigned long long ascending, int n_targets)
+                         int n_moduli, const double *__restrict__ moduli,
+                         const double *__restrict__ inverses,
+                         const double *__restrict__ im_inverses, int n_limbs,
+                         const double *__restrict__ partial_limbs,
+                         const double *__restrict__ product_limbs,
+                         const int *__restrict__ row_scales, const int *__restrict__ col_scales,
+                         double2 *out, long long first_column, unsigned long long targets,
+                         unsigned long long ascending, int n_targets)
 {
     __shared__ long long offsets[MAX_GATE_K];
     fill_amplitude_offsets(offsets, k, targets, n_targets);
