@@ -1,7 +1,7 @@
 // Experiment (scripts/dev/crt_products_bench.py): Ozaki-II's INT8 products with the reduction modulo
 // p in the epilogue, so that each product leaves the chip as one int8 residue instead of an int32.
 // out[b][r][n] = (sum_h a[r][b * padded + h] g[n][b * padded + h]) mods p_(b / parts), symmetric in
-// [-floor(p/2), floor((p-1)/2)]. mma.sync m16n8k32 (s8 x s8 -> s32, exact for padded <= 2^17),
+// [-floor(p/2), floor((p-1)/2)], for n even. mma.sync m16n8k32 (s8 x s8 -> s32, exact for padded <= 2^17),
 // a block tile of 128 rows of a x 128 rows of g, 64 bytes of k per stage, STAGES stages of cp.async,
 // eight warps of 64 x 32, fragments by ldmatrix from a swizzled tile.
 #define TILE 128
@@ -49,6 +49,67 @@ __device__ __forceinline__ void stage_rows(signed char *tile, const signed char 
     }
 }
 
+// The row (within a 16-row A tile or a 16-row pair of B tiles) and 16-byte chunk (within a 32-byte
+// step of k) whose address a lane gives ldmatrix.x4: the four 8 x 16-byte matrices are A's
+// a0..a3 (rows 0-7, 8-15 at k 0-15, then at k 16-31) and B's b0, b1 of two n8 tiles.
+struct LaneRows {
+    int a_row, a_chunk, b_row, b_chunk;
+    __device__ explicit LaneRows(int lane)
+        : a_row(((lane >> 3) & 1) * 8 + (lane & 7)), a_chunk(lane >> 4), b_row((lane >> 4) * 8 + (lane & 7)),
+          b_chunk((lane >> 3) & 1)
+    {
+    }
+};
+
+// The warp's 64 x 32 products of one 32-byte step of k into acc[mt][nt]: A fragments of four m16
+// tiles and B fragments of four n8 tiles (two to an ldmatrix), a_address(mt) and b_address(np)
+// giving this lane's ldmatrix row address.
+template <class AAddress, class BAddress>
+__device__ __forceinline__ void warp_step(int (&acc)[4][4][4], AAddress a_address, BAddress b_address)
+{
+    unsigned af[4][4], bf[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) ldmatrix_x4(af[mt], a_address(mt));
+#pragma unroll
+    for (int np = 0; np < 2; ++np) ldmatrix_x4(bf[np], b_address(np));
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+            const unsigned(&b)[4] = bf[nt >> 1];
+            mma(acc[mt][nt], af[mt], b[2 * (nt & 1)], b[2 * (nt & 1) + 1]);
+        }
+}
+
+// Writes the warp's 64 x 32 products (rows from first_row, columns from first_col) as symmetric
+// residues modulo p to out (rows x n int8; n even), and zeroes acc. u = P - floor(P magic / 2^32) p
+// lies in (-p/4, 5p/4) (crt_arith.cuh's product_residue); one conditional subtraction makes it symmetric.
+__device__ __forceinline__ void store_residues(int (&acc)[4][4][4], signed char *out, long long rows, int n,
+                                               long long first_row, int first_col, int p)
+{
+    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2;
+    const int lane = threadIdx.x & 31, g8 = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int half_row = 0; half_row < 2; ++half_row) {
+            const long long r = first_row + mt * 16 + half_row * 8 + g8;
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+                const int c = first_col + nt * 8 + 2 * t;
+                int v[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    int &product = acc[mt][nt][2 * half_row + e];
+                    const int u = product - __mulhi(product, magic) * p;
+                    v[e] = u > half ? u - p : u;
+                    product = 0;
+                }
+                if (r < rows && c < n) *(char2 *)(out + r * n + c) = make_char2((signed char)v[0], (signed char)v[1]);
+            }
+        }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
     crt_products_mod(const signed char *__restrict__ a, long long rows, long long a_stride,
                      const signed char *__restrict__ g, int n, long long g_stride, int padded, int parts,
@@ -83,52 +144,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
         const signed char *a_tile = tiles + (kt % STAGES) * 2 * TILE_BYTES, *g_tile = a_tile + TILE_BYTES;
+        const LaneRows at(lane);
 #pragma unroll
-        for (int ks = 0; ks < TILE_K / 32; ++ks) {
-            const int j = lane >> 3;
-            unsigned af[4][4], bf[2][4];
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt)
-                ldmatrix_x4(af[mt], a_tile + tile_offset(wm * 64 + mt * 16 + (j & 1) * 8 + (lane & 7), ks * 2 + (j >> 1)));
-#pragma unroll
-            for (int np = 0; np < 2; ++np)
-                ldmatrix_x4(bf[np], g_tile + tile_offset(wn * 32 + np * 16 + (j >> 1) * 8 + (lane & 7), ks * 2 + (j & 1)));
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-                for (int nt = 0; nt < 4; ++nt) mma(acc[mt][nt], af[mt], bf[nt >> 1][2 * (nt & 1)], bf[nt >> 1][2 * (nt & 1) + 1]);
-        }
+        for (int ks = 0; ks < TILE_K / 32; ++ks)
+            warp_step(
+                acc, [&](int mt) { return a_tile + tile_offset(wm * 64 + mt * 16 + at.a_row, ks * 2 + at.a_chunk); },
+                [&](int np) { return g_tile + tile_offset(wn * 32 + np * 16 + at.b_row, ks * 2 + at.b_chunk); });
     }
-    // Epilogue: u = P - floor(P magic / 2^32) p lies in (-p/4, 5p/4) (crt_arith.cuh's
-    // product_residue); one conditional subtraction makes it symmetric.
-    const int p = (int)moduli[block / parts];
-    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2;
-    const int g8 = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-        for (int half_row = 0; half_row < 2; ++half_row) {
-            const long long r = row0 + wm * 64 + mt * 16 + half_row * 8 + g8;
-            if (r >= rows) continue;
-            signed char *o = out + ((long long)block * rows + r) * n;
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt) {
-                const int c = n0 + wn * 32 + nt * 8 + 2 * t;
-                int v[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int product = acc[mt][nt][2 * half_row + e];
-                    const int u = product - __mulhi(product, magic) * p;
-                    v[e] = u > half ? u - p : u;
-                }
-                if (c + 1 < n && !(n & 1))
-                    *(char2 *)(o + c) = make_char2((signed char)v[0], (signed char)v[1]);
-                else {
-                    if (c < n) o[c] = (signed char)v[0];
-                    if (c + 1 < n) o[c + 1] = (signed char)v[1];
-                }
-            }
-        }
+    store_residues(acc, out + (long long)block * rows * n, rows, n, row0 + wm * 64, n0 + wn * 32,
+                   (int)moduli[block / parts]);
 }
 
 // The same products with the block's 128 rows of a resident in shared memory (read once), the
@@ -142,7 +166,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 2)
 
 // Byte offset of 16-byte chunk c of row r of the resident tile (row_bytes = padded, a multiple of
 // 128): chunks swizzled within each 128 bytes so that eight rows at one chunk take eight bank groups.
-__device__ __forceinline__ int resident_offset(int r, int c, int row_bytes) { return r * row_bytes + 16 * (c ^ (r & 7)); }
+__device__ __forceinline__ int resident_offset(int r, int c, int row_bytes)
+{
+    return r * row_bytes + 16 * (c ^ (r & 7));
+}
 
 extern "C" __global__ void __launch_bounds__(RESIDENT_THREADS, 1)
     crt_products_mod_resident(const signed char *__restrict__ a, long long rows, long long a_stride,
@@ -172,7 +199,8 @@ extern "C" __global__ void __launch_bounds__(RESIDENT_THREADS, 1)
             const int q = threadIdx.x + i * RESIDENT_THREADS, r = q >> 2, c = q & 3;
             const int row = pass * RESIDENT_N + r;
             const bool ok = row < n;
-            copy_16(stage + tile_offset(r, c), ok ? g_block + (long long)row * g_stride + kt * TILE_K + 16 * c : g_block, ok);
+            const signed char *source = g_block + (long long)row * g_stride + kt * TILE_K + 16 * c;
+            copy_16(stage + tile_offset(r, c), ok ? source : g_block, ok);
         }
     };
 #pragma unroll
@@ -181,7 +209,6 @@ extern "C" __global__ void __launch_bounds__(RESIDENT_THREADS, 1)
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
     const int p = (int)moduli[block / parts];
-    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2;
     int acc[4][4][4] = {};
     for (int step = 0; step < steps; ++step) {
         asm volatile("cp.async.wait_group %0;" ::"n"(RESIDENT_STAGES - 2) : "memory");
@@ -190,44 +217,18 @@ extern "C" __global__ void __launch_bounds__(RESIDENT_THREADS, 1)
         asm volatile("cp.async.commit_group;" ::: "memory");
         const int pass = step / k_tiles, kt = step - pass * k_tiles;
         const signed char *g_tile = stages + (step % RESIDENT_STAGES) * STAGE_BYTES;
+        const LaneRows at(lane);
 #pragma unroll
-        for (int ks = 0; ks < TILE_K / 32; ++ks) {
-            const int j = lane >> 3;
-            unsigned af[4][4], bf[2][4];
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt)
-                ldmatrix_x4(af[mt], resident + resident_offset(wm * 64 + mt * 16 + (j & 1) * 8 + (lane & 7),
-                                                               kt * 4 + ks * 2 + (j >> 1), padded));
-#pragma unroll
-            for (int np = 0; np < 2; ++np)
-                ldmatrix_x4(bf[np], g_tile + tile_offset(wn * 32 + np * 16 + (j >> 1) * 8 + (lane & 7), ks * 2 + (j & 1)));
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-                for (int nt = 0; nt < 4; ++nt)
-                    mma(acc[mt][nt], af[mt], bf[nt >> 1][2 * (nt & 1)], bf[nt >> 1][2 * (nt & 1) + 1]);
-        }
-        if (kt + 1 < k_tiles) continue;
-        const int g8 = lane >> 2, t = lane & 3;
-#pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-            for (int half_row = 0; half_row < 2; ++half_row) {
-                const long long r = row0 + wm * 64 + mt * 16 + half_row * 8 + g8;
-#pragma unroll
-                for (int nt = 0; nt < 4; ++nt) {
-                    const int c = pass * RESIDENT_N + wn * 32 + nt * 8 + 2 * t;
-                    int v[2];
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int product = acc[mt][nt][2 * half_row + e];
-                        const int u = product - __mulhi(product, magic) * p;
-                        v[e] = u > half ? u - p : u;
-                        acc[mt][nt][2 * half_row + e] = 0;
-                    }
-                    if (r < rows && c + 1 < n)
-                        *(char2 *)(out + ((long long)block * rows + r) * n + c) = make_char2((signed char)v[0], (signed char)v[1]);
-                }
-            }
+        for (int ks = 0; ks < TILE_K / 32; ++ks)
+            warp_step(
+                acc,
+                [&](int mt) {
+                    const int row = wm * 64 + mt * 16 + at.a_row;
+                    return resident + resident_offset(row, kt * 4 + ks * 2 + at.a_chunk, padded);
+                },
+                [&](int np) { return g_tile + tile_offset(wn * 32 + np * 16 + at.b_row, ks * 2 + at.b_chunk); });
+        if (kt + 1 == k_tiles)
+            store_residues(acc, out + (long long)block * rows * n, rows, n, row0 + wm * 64,
+                           pass * RESIDENT_N + wn * 32, p);
     }
 }
