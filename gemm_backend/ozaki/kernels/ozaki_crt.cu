@@ -11,6 +11,22 @@
 // outputs on the H100, BENCHMARKS.md round 16).
 #define RECONSTRUCT_BLOCKS_PER_SM 4
 
+// ceil(|v| 2^(16 - e)), at least 1 for v != 0: a value's term in a row scale's sum of squares.
+__device__ __forceinline__ double scale_ceiling(double magnitude, int e)
+{
+    double q = ceil(ldexp(magnitude, SCALE_BITS - e));
+    if (q == 0.0 && magnitude > 0.0) q = 1.0;
+    return q;
+}
+
+// The scale of a finite row from its maximum |x| and its sum of squared ceilings (crt.row_scales).
+__device__ __forceinline__ int row_scale_of(int e, double squares, int bits)
+{
+    int bit_length;
+    frexp(fmax(squares - 1.0, 0.0), &bit_length);
+    return squares > 0.0 ? bits - e + SCALE_BITS - (bit_length + 1) / 2 : 0;
+}
+
 // crt.row_scales, one warp per row of x (rows, cols), rows row_stride elements apart.
 // scales[i] = bits - e + 16 - v (0 for an all-zero row), e the frexp exponent of the row maximum,
 // v the least integer with 4^v >= sum_j ceil(|x_ij| 2^(16 - e))^2 (each ceiling at least 1 for
@@ -34,17 +50,11 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
         frexp(largest, &e);
         double squares = 0.0;  // integers below 2^51: exact in any order
         for (int j = lane; j < cols; j += 32) {
-            const double magnitude = fabs(r[j]);
-            double q = ceil(ldexp(magnitude, SCALE_BITS - e));
-            if (q == 0.0 && magnitude > 0.0) q = 1.0;
+            const double q = scale_ceiling(fabs(r[j]), e);
             squares += q * q;
         }
         for (int offset = 16; offset; offset >>= 1) squares += __shfl_xor_sync(FULL_MASK, squares, offset);
-        if (lane == 0) {
-            int bit_length;
-            frexp(fmax(squares - 1.0, 0.0), &bit_length);
-            scales[row] = squares > 0.0 ? bits - e + SCALE_BITS - (bit_length + 1) / 2 : 0;
-        }
+        if (lane == 0) scales[row] = row_scale_of(e, squares, bits);
     }
 }
 
@@ -75,6 +85,21 @@ __device__ __forceinline__ void write_residues(const Digits (&digits)[2], int pa
         slot[padded] = (signed char)im;
         slot[2 * padded] = (signed char)sum_residue(re, im, c);
     }
+}
+
+// The residues of one element (re, and im when complex) of a row scaled by `scale`, at `slot`
+// (write_residues).
+__device__ __forceinline__ void element_residues(double re, double im, bool is_complex, const RowScale &scale,
+                                                 int parts, const ResidueModulus *table, int n_moduli,
+                                                 signed char *slot, int padded)
+{
+    Digits digits[2] = {};
+    digits[0] = scaled_digits(re, scale);
+    if (is_complex) digits[1] = scaled_digits(im, scale);
+    if (digits[0].wide || digits[1].wide)
+        write_residues<3>(digits, parts, table, n_moduli, slot, padded);
+    else
+        write_residues<2>(digits, parts, table, n_moduli, slot, padded);
 }
 
 // crt.residues, one warp per row: out[row * out_stride + (l * parts + g) * padded + h] is the
@@ -111,14 +136,7 @@ extern "C" __global__ void crt_residues(const double *__restrict__ x, long long 
             next[1] = after[1];
             after[0] = part_of(h + 64, 0);
             after[1] = part_of(h + 64, 1);
-            Digits digits[2] = {};
-#pragma unroll
-            for (int part = 0; part < 2; ++part)
-                if (part <= is_complex) digits[part] = scaled_digits(value[part], scale);
-            if (digits[0].wide || digits[1].wide)
-                write_residues<3>(digits, parts, table, n_moduli, o + h, padded);
-            else
-                write_residues<2>(digits, parts, table, n_moduli, o + h, padded);
+            element_residues(value[0], value[1], is_complex, scale, parts, table, n_moduli, o + h, padded);
         }
     }
 }
@@ -225,39 +243,8 @@ extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
 }
 
 // -- a gate's columns where they sit in the state (OzakiCrtBackend.apply_at) -----------------------
-// (The row kernels above share load_reconstruct_tables but keep their own loops: with the helpers
-// below shared too, whole gates measured 3-5% slower on the H100, BENCHMARKS.md round 15.)
-
-// ceil(|v| 2^(16 - e)), at least 1 for v != 0: a value's term in a row scale's sum of squares.
-__device__ __forceinline__ double scale_ceiling(double magnitude, int e)
-{
-    double q = ceil(ldexp(magnitude, SCALE_BITS - e));
-    if (q == 0.0 && magnitude > 0.0) q = 1.0;
-    return q;
-}
-
-// The scale of a finite row from its maximum |x| and its sum of squared ceilings (crt.row_scales).
-__device__ __forceinline__ int row_scale_of(int e, double squares, int bits)
-{
-    int bit_length;
-    frexp(fmax(squares - 1.0, 0.0), &bit_length);
-    return squares > 0.0 ? bits - e + SCALE_BITS - (bit_length + 1) / 2 : 0;
-}
-
-// The residues of one element (re, and im when complex) of a row scaled by `scale`, at `slot`
-// (write_residues).
-__device__ __forceinline__ void element_residues(double re, double im, bool is_complex, const RowScale &scale,
-                                                 int parts, const ResidueModulus *table, int n_moduli,
-                                                 signed char *slot, int padded)
-{
-    Digits digits[2] = {};
-    digits[0] = scaled_digits(re, scale);
-    if (is_complex) digits[1] = scaled_digits(im, scale);
-    if (digits[0].wide || digits[1].wide)
-        write_residues<3>(digits, parts, table, n_moduli, slot, padded);
-    else
-        write_residues<2>(digits, parts, table, n_moduli, slot, padded);
-}
+// (crt_reconstruct keeps its own loop and switch: through reconstructed and for_limbs below, whole
+// gates measured 1.5-3% slower on the H100, BENCHMARKS.md round 16.)
 
 // crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
 // (n_moduli * parts, count) int32 (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian
