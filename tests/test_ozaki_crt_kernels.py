@@ -75,10 +75,19 @@ def host_residues(kernels, layout, rows, scales, tables=None):
     return out
 
 
-def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False):
+def reduced_products(products, plan, parts: int):
+    """The int32 products (blocks, ...) as crt_products.cu leaves them: int8 residues modulo the
+    block's p (block l * parts + g), in [-(p - 1) / 2, (p - 1) / 2]."""
+    p = np.repeat(np.asarray(plan.p, np.int64), parts).reshape(-1, *([1] * (products.ndim - 1)))
+    r = np.mod(products.astype(np.int64), p)
+    return np.ascontiguousarray(np.where(r > (p - 1) // 2, r - p, r).astype(np.int8))
+
+
+def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False, reduced=False):
     """OzakiCrtBackend's GPU path with the host kernels, tile by tile: row scales, residues in
-    the (rows, blocks * padded) layout, the per-block INT8 products (float64 GEMMs here),
-    reconstruction into a view of the output."""
+    the (rows, blocks * padded) layout, the per-block INT8 products (float64 GEMMs here; reduced:
+    passed on as their int8 residues, as crt_products.cu leaves them), reconstruction into a view
+    of the output."""
     is_complex = np.iscomplexobj(a) or np.iscomplexobj(b)
     dtype = np.complex128 if is_complex else np.float64
     a, b = np.ascontiguousarray(a, dtype), np.asarray(b, dtype)
@@ -103,9 +112,12 @@ def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False):
                                  for j in range(layout.blocks)])
             assert np.abs(products).max() < 2**31
             products = np.ascontiguousarray(products.astype(np.int32))
+            if reduced:
+                products = reduced_products(products, layout.plan, layout.parts)
             target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
             kernels.host_reconstruct(
-                _pointer(products), ctypes.c_longlong(products.shape[1]), ctypes.c_int(products.shape[2]),
+                _pointer(products), ctypes.c_int(reduced), ctypes.c_longlong(products.shape[1]),
+                ctypes.c_int(products.shape[2]),
                 ctypes.c_int(layout.parts), ctypes.c_int(m),
                 *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
                 ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
@@ -117,14 +129,16 @@ def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False):
 @pytest.mark.parametrize("gaussian", GAUSSIAN)
 @pytest.mark.parametrize("is_complex", [False, True])
 @pytest.mark.parametrize("shape, steps", [((37, 29, 11), (16, 5)), ((6, 1, 3), (6, 3)), ((9, 300, 40), (4, 40))])
-def test_host_kernels_match_the_specification(kernels, m, gaussian, is_complex, shape, steps, rng):
+@pytest.mark.parametrize("reduced", [False, True])
+def test_host_kernels_match_the_specification(kernels, m, gaussian, is_complex, shape, steps, reduced, rng):
+    """reduced: the reconstruction from the products' int8 residues (crt_reconstruct_residues)."""
     rows, k, n = shape
     a = seed_paper_matrix(rng, (rows, k), 4.0, is_complex)
     a[1], a[3], a[4] = 0, a[3] * 2.0**-1060, a[4] * 2.0**900  # zero, subnormal and huge rows
     b = seed_paper_matrix(rng, (k, n), 4.0, is_complex)
     b[:, 0] *= 2.0**-500
     expected = gemm_backend.get(backend_name(m, gaussian)).matmul(a, b)
-    assert same_bits(host_matmul(kernels, m, a, b, *steps, gaussian=gaussian), expected)
+    assert same_bits(host_matmul(kernels, m, a, b, *steps, gaussian=gaussian, reduced=reduced), expected)
 
 
 def test_host_kernels_on_subnormal_results_and_exact_integers(kernels, rng):
@@ -171,7 +185,8 @@ def host_reconstruct(kernels, plan, products, is_complex, row_scales, col_scales
     rows, cols = products.shape[1:]
     out = np.empty((rows, cols * (2 if is_complex else 1)))
     kernels.host_reconstruct(
-        _pointer(products), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(plan.parts(is_complex)),
+        _pointer(products), ctypes.c_int(0), ctypes.c_longlong(rows), ctypes.c_int(cols),
+        ctypes.c_int(plan.parts(is_complex)),
         ctypes.c_int(plan.count), _pointer(tables["p"]), _pointer(tables["inverse"]), _pointer(tables["im_inverse"]),
         ctypes.c_int(plan.limbs), _pointer(tables["partial_limbs"]),
         _pointer(tables["product_limbs"]), _pointer(row_scales), _pointer(col_scales), _pointer(out), _row_stride(out))
@@ -274,10 +289,11 @@ def test_shared_tables_cover_every_plan():
 
 
 # -- gates at any targets: the columns read and written where they sit (apply_at) ---------------------
-def host_gate(kernels, backend, u, state, targets, chunk):
+def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
     """OzakiCrtBackend.apply_at's GPU path with the host kernels, in place on the flat state:
     the gate's residues as rows of B = u^T, then per chunk of `chunk` columns crt_gate_residues
-    on the state, the INT8 products (float64 GEMMs here), crt_gate_reconstruct into the state."""
+    on the state, the INT8 products (float64 GEMMs here; reduced: as int8 residues),
+    crt_gate_reconstruct (crt_gate_reconstruct_residues) into the state."""
     k = u.shape[0]
     layout = CrtLayout(backend.plan, k, True)
     tables = plan_tables(layout.plan)
@@ -301,8 +317,10 @@ def host_gate(kernels, backend, u, state, targets, chunk):
         products = np.ascontiguousarray(np.stack(
             [residues[:, j * pad:(j + 1) * pad] @ gate_residues[:, j * pad:(j + 1) * pad].T
              for j in range(layout.blocks)]).astype(np.int32))
+        if reduced:
+            products = reduced_products(products, layout.plan, layout.parts)
         kernels.host_gate_reconstruct(
-            _pointer(products), ctypes.c_longlong(count), ctypes.c_int(k), ctypes.c_int(layout.parts),
+            _pointer(products), ctypes.c_int(reduced), ctypes.c_longlong(count), ctypes.c_int(k), ctypes.c_int(layout.parts),
             ctypes.c_int(layout.plan.count), *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
             ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
             _pointer(scales), _pointer(gate_scales), _pointer(state), ctypes.c_longlong(first), *packed)
@@ -312,7 +330,8 @@ def host_gate(kernels, backend, u, state, targets, chunk):
 @pytest.mark.parametrize("m, gaussian", [(16, True), (13, False), (9, True)])
 @pytest.mark.parametrize("targets, chunk", [((0, 1, 2), 16), ((2, 3, 4), 5), ((5, 1, 3), 7), ((6, 0), 64),
                                             ((3,), 9), ((8, 0, 5, 2, 7, 3), 5)])
-def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, rng):
+@pytest.mark.parametrize("reduced", [False, True])
+def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, reduced, rng):
     """In place on a state of 7 qubits (9 for 6 targets: K = 64, so that a thread's outputs wrap
     to the next column), in chunks: the bits of the CPU path (apply_batched) on the gathered
     columns, whatever the targets' order and positions; zero, tiny and huge columns."""
@@ -329,7 +348,7 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
     state = at_targets(state, targets, scale_columns)
     backend = gemm_backend.get(backend_name(m, gaussian))
     expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
-    assert host_gate(kernels, backend, u, state, targets, chunk)
+    assert host_gate(kernels, backend, u, state, targets, chunk, reduced)
     assert same_bits(state, expected)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from ..arrays import array_module, cupy_module, is_gpu_array, iter_column_chunks
 from ..base import GemmBackend, check_matmul_operands
 from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_scales
+from .crt_products import reduced_products, reduces_on_chip
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
 from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
@@ -462,7 +463,7 @@ class _GpuTiles:
         return self.residues(rows, scales, self._residue_scratch[:rows.shape[0] * width].reshape(-1, width))
 
     def multiply(self, a_residues, a_scales, b_tile: _BTile, out) -> None:
-        products = self._products(a_residues, a_scales, b_tile)
+        products = self._products(a_residues, b_tile)
         _gpu_reconstruct(self.layout, products, a_scales, b_tile.scales, out, self.tables)
 
     def column_residues(self, columns: "_StateColumns", first: int, count: int, bits: int, nonfinite) -> tuple:
@@ -485,20 +486,30 @@ class _GpuTiles:
         """multiply, its results written to the state columns first .. (crt_gate_reconstruct)."""
         cp = cupy_module()
         layout, tables = self.layout, self.tables
-        products = self._products(a_residues, a_scales, b_tile)
+        products = self._products(a_residues, b_tile)
         rows = a_scales.size
-        launch_per_element(_module().get_function("crt_gate_reconstruct"), rows * layout.k, (
+        launch_per_element(_module().get_function(_reconstruct_kernel("crt_gate_reconstruct", products)),
+                           rows * layout.k, (
             products, cp.int64(rows), cp.int32(layout.k), cp.int32(layout.parts), cp.int32(layout.plan.count),
             tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
             tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state, cp.int64(first),
             *columns.arguments()))
 
-    def _products(self, a_residues, a_scales, b_tile: _BTile):
-        """(blocks, rows, cols) int32 in the scratch: every INT8 product of the tile (gemm_tn_blocks)."""
+    def _products(self, a_residues, b_tile: _BTile):
+        """(blocks, rows, cols) in the scratch: every INT8 product of the tile, as int8 residues
+        modulo the block's p where the GPU reduces them on the chip (crt_products.reduced_products),
+        else int32 (gemm_tn_blocks)."""
+        cp = cupy_module()
         layout = self.layout
-        shape = (layout.blocks, a_scales.size, b_tile.scales.size)
-        products = self._product_scratch[:shape[0] * shape[1] * shape[2]].reshape(shape)
-        gemm_tn_blocks(a_residues, b_tile.residues, layout.padded, layout.blocks, out=products)
+        shape = (layout.blocks, a_residues.shape[0], b_tile.residues.shape[0])
+        size = shape[0] * shape[1] * shape[2]
+        if reduces_on_chip(shape[2]):
+            products = self._product_scratch.view(cp.int8)[:size].reshape(shape)
+            reduced_products(a_residues, b_tile.residues, layout.padded, layout.blocks, layout.parts,
+                             self.tables["p"], products)
+        else:
+            products = self._product_scratch[:size].reshape(shape)
+            gemm_tn_blocks(a_residues, b_tile.residues, layout.padded, layout.blocks, out=products)
         return products
 
 
@@ -545,12 +556,19 @@ def _gpu_residues(layout: CrtLayout, rows, scales, tables, out=None):
     return out
 
 
+def _reconstruct_kernel(name: str, products) -> str:
+    """The reconstruction kernel `name` for products as _GpuTiles._products made them: int32, or
+    int8 residues (name + "_residues")."""
+    return name + "_residues" if products.dtype == np.int8 else name
+
+
 def _gpu_reconstruct(layout: CrtLayout, products, a_scales, b_scales, out, tables) -> None:
     """The crt_reconstruct kernel: out (a view of float64 rows) gets the rounded products of the
-    tile from its INT8 products (blocks, rows, cols) int32 and the scales of its rows and columns."""
+    tile from its INT8 products (blocks, rows, cols), int32 or int8 residues (_reconstruct_kernel),
+    and the scales of its rows and columns."""
     cp = cupy_module()
     rows, cols = a_scales.size, b_scales.size
-    launch_per_element(_module().get_function("crt_reconstruct"), rows * cols, (
+    launch_per_element(_module().get_function(_reconstruct_kernel("crt_reconstruct", products)), rows * cols, (
         products, cp.int64(rows), cp.int32(cols), cp.int32(layout.parts), cp.int32(layout.plan.count),
         tables["p"], tables[layout.inverse_table], tables["im_inverse"],
         cp.int32(layout.plan.limbs), tables["partial_limbs"],

@@ -1,7 +1,7 @@
 """Experiment: Ozaki-II's INT8 products reduced modulo p in the GEMM's epilogue (int8 out,
 scripts/dev/kernels/crt_products.cu: 128 x 128 block tiles, and the block's rows of a resident in
-shared memory) against cuBLAS's int32 products (gemm_tn_blocks, today's path), on a gate chunk's
-shapes: every block's residues checked against the int32 products reduced modulo p, then all
+shared memory; and the package's kernel, ozaki/crt_products.py: wgmma fed by bulk tensor copies)
+against cuBLAS's int32 products (gemm_tn_blocks), on a gate chunk's shapes: every block's residues checked against the int32 products reduced modulo p, then all
 timed. Development script; prints one table.
 
     python scripts/dev/crt_products_bench.py --rows 8192 --k 1024 --moduli 16
@@ -14,6 +14,7 @@ import numpy as np
 from gemm_backend.arrays import cupy_module
 from gemm_backend.cublas_ex import gemm_tn_blocks
 from gemm_backend.ozaki.crt import crt_plan
+from gemm_backend.ozaki.crt_products import reduced_products
 from qsim.benchmarking import median_time, print_table
 
 SOURCE = Path(__file__).parent / "kernels" / "crt_products.cu"
@@ -22,6 +23,7 @@ RESIDENT_THREADS, RESIDENT_STAGES, RESIDENT_N = 512, 3, 256
 COLUMNS = [("rows", "rows", "{}"), ("k", "k", "{}"), ("blocks", "blocks", "{}"), ("cublas", "cuBLAS int32 ms", "{:.3f}"),
            ("cublas_pops", "POPS", "{:.2f}"), ("mod", "tiles, int8 out ms", "{:.3f}"), ("mod_pops", "POPS", "{:.2f}"),
            ("resident", "resident rows, int8 out ms", "{:.3f}"), ("resident_pops", "POPS", "{:.2f}"),
+           ("package", "crt_products.cu ms", "{:.3f}"), ("package_pops", "POPS", "{:.2f}"),
            ("exact", "residues equal", "{}")]
 
 
@@ -66,19 +68,22 @@ def main():
                             (a, cp.int64(rows), cp.int64(width), g, cp.int32(k), cp.int64(width), cp.int32(k),
                              cp.int32(parts), moduli, residues), shared_mem=resident_bytes)
 
+        def package():
+            reduced_products(a, g, k, blocks, parts, moduli, residues)
+
         cublas()
         p = cp.repeat(cp.asarray(np.asarray(plan.p, np.int64)), parts)[:, None, None]
         expected = (products.astype(cp.int64) % p + p) % p
         expected = cp.where(expected > (p - 1) // 2, expected - p, expected)
         exact = []
-        for run in (modular, resident):
+        for run in (modular, resident, package):
             residues.fill(0)
             run()
             exact.append(bool((expected == residues.astype(cp.int64)).all()))
         operations = 2.0 * blocks * rows * k * k
-        times = [median_time(run, True, args.repeats) for run in (cublas, modular, resident)]
+        times = [median_time(run, True, args.repeats) for run in (cublas, modular, resident, package)]
         row = {"rows": rows, "k": k, "blocks": blocks, "exact": "/".join(map(str, exact))}
-        for key, seconds in zip(("cublas", "mod", "resident"), times):
+        for key, seconds in zip(("cublas", "mod", "resident", "package"), times):
             row[key], row[key + "_pops"] = seconds * 1e3, operations / seconds / 1e15
         table.append(row)
     print_table(table, COLUMNS)

@@ -58,14 +58,20 @@ void host_residues(const double *x, long long rows, int width, int padded, long 
     });
 }
 
-void host_reconstruct(const int *products, long long rows, int cols, int parts, int n_moduli,
+// products: int32 (reduced == 0: crt_reconstruct) or their int8 residues (crt_reconstruct_residues).
+void host_reconstruct(const void *products, int reduced, long long rows, int cols, int parts, int n_moduli,
                       const double *moduli, const double *inverses, const double *im_inverses, int n_limbs,
                       const double *partial_limbs, const double *product_limbs, const int *row_scales,
                       const int *col_scales, double *out, long long out_stride)
 {
     launch_one_warp([&] {
-        crt_reconstruct(products, rows, cols, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
-                        partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);
+        if (reduced)
+            crt_reconstruct_residues((const signed char *)products, rows, cols, parts, n_moduli, moduli, inverses,
+                                     im_inverses, n_limbs, partial_limbs, product_limbs, row_scales, col_scales, out,
+                                     out_stride);
+        else
+            crt_reconstruct((const int *)products, rows, cols, parts, n_moduli, moduli, inverses, im_inverses,
+                            n_limbs, partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);
     });
 }
 
@@ -80,16 +86,22 @@ void host_gate_residues(const double *x, long long first_column, long long rows,
     });
 }
 
-void host_gate_reconstruct(const int *products, long long rows, int k, int parts, int n_moduli, const double *moduli,
-                           const double *inverses, const double *im_inverses, int n_limbs,
+// products as host_reconstruct's.
+void host_gate_reconstruct(const void *products, int reduced, long long rows, int k, int parts, int n_moduli,
+                           const double *moduli, const double *inverses, const double *im_inverses, int n_limbs,
                            const double *partial_limbs, const double *product_limbs, const int *row_scales,
                            const int *col_scales, double *out, long long first_column, unsigned long long targets,
                            unsigned long long ascending, int n_targets)
 {
     launch_one_warp([&] {
-        crt_gate_reconstruct(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
-                             partial_limbs, product_limbs, row_scales, col_scales, (double2 *)out, first_column,
-                             targets, ascending, n_targets);
+        if (reduced)
+            crt_gate_reconstruct_residues((const signed char *)products, rows, k, parts, n_moduli, moduli, inverses,
+                                          im_inverses, n_limbs, partial_limbs, product_limbs, row_scales,
+                                          col_scales, (double2 *)out, first_column, targets, ascending, n_targets);
+        else
+            crt_gate_reconstruct((const int *)products, rows, k, parts, n_moduli, moduli, inverses, im_inverses,
+                                 n_limbs, partial_limbs, product_limbs, row_scales, col_scales, (double2 *)out,
+                                 first_column, targets, ascending, n_targets);
     });
 }
 }

@@ -319,6 +319,14 @@ __device__ __forceinline__ unsigned product_residue(int product, const Reconstru
     return (unsigned)product - (unsigned)__mulhi(product, c.magic) * (unsigned)c.p;
 }
 
+// A product already reduced modulo p (crt_products.cu's int8 residues, |r| <= (p - 1) / 2) is its
+// own residue; the reconstruction's sums then differ from those of the int32 products by multiples
+// of the product of the moduli, which its reduction removes, so the results are the same bits.
+__device__ __forceinline__ unsigned product_residue(signed char residue, const ReconstructModulus &)
+{
+    return (unsigned)(int)residue;
+}
+
 // The double of an int32, exactly, on the FP64 pipe: the bits 0x43300000 : (r + 2^31) are the
 // double 2^52 + 2^31 + r. (Keeps the conversion off the conversion unit, which the rounding uses.)
 __device__ __forceinline__ double exact_double(unsigned r)
@@ -329,7 +337,8 @@ __device__ __forceinline__ double exact_double(unsigned r)
 // r_re == P+ + P- and r_im == P+ - P- (mod p) from a Gaussian modulus's two products (the halving and
 // the division by i_p are folded into the limbs of the re and im tables: crt.CrtPlan.re_inverse,
 // im_inverse), |r| < 2.5 p, inside add's bound.
-__device__ __forceinline__ void gaussian_residues(int plus, int minus, const ReconstructModulus &c, unsigned &re,
+template <class Product>
+__device__ __forceinline__ void gaussian_residues(Product plus, Product minus, const ReconstructModulus &c, unsigned &re,
                                                   unsigned &im)
 {
     const unsigned u_plus = product_residue(plus, c), u_minus = product_residue(minus, c);
@@ -342,12 +351,14 @@ __device__ __forceinline__ void gaussian_residues(int plus, int minus, const Rec
 template <int LIMBS> struct CrtSums {
     double re[MAX_LIMBS] = {}, im[MAX_LIMBS] = {};
 
-    // p1, p2, p3: the modulus's INT8 products (Karatsuba; p2, p3 unused for real ones).
+    // p1, p2, p3: the modulus's INT8 products (Karatsuba; p2, p3 unused for real ones), int32 or
+    // reduced to int8 residues (Product).
     // r_re = u1 - u2 == P1 - P2 and r_im = u3 - u1 - u2 == P3 - P1 - P2 (mod p) (crt.combine_products)
     // with |r| < 2.75 p <= 704; the limb sums stay below sum_l 2.75 p_l 2^32 < 2^46 (sum_l p_l <= 4395
     // for 20 moduli, 3282 for the 22 Gaussian ones, whose |r| < 2.5 p): every product and sum is an
     // exact double.
-    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, int p1, int p2, int p3)
+    template <class Product>
+    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, Product p1, Product p2, Product p3)
     {
         const unsigned u1 = product_residue(p1, c);
         if (!is_complex) {
@@ -360,8 +371,9 @@ template <int LIMBS> struct CrtSums {
     }
 
     // A Gaussian modulus: E_l of Re from c (y_l / 2), of Im from c_im (y_l / (2 i_p)).
-    __device__ __forceinline__ void add_gaussian(const ReconstructModulus &c, const ReconstructModulus &c_im, int plus,
-                                                 int minus)
+    template <class Product>
+    __device__ __forceinline__ void add_gaussian(const ReconstructModulus &c, const ReconstructModulus &c_im,
+                                                 Product plus, Product minus)
     {
         unsigned r_re, r_im;
         gaussian_residues(plus, minus, c, r_re, r_im);
@@ -377,7 +389,8 @@ template <int LIMBS> struct CrtSums {
 
     // Every modulus's products of one output, modulus by modulus: product g of modulus l at
     // products[(l * parts + g) * count] (parts 1, 2 or 3 as add and add_gaussian take them).
-    __device__ __forceinline__ void add_products(const int *products, long long count, int parts, int n_moduli,
+    template <class Product>
+    __device__ __forceinline__ void add_products(const Product *products, long long count, int parts, int n_moduli,
                                                  const ReconstructModulus *table, const ReconstructModulus *im_table)
     {
         const long long step = parts * count;
@@ -389,8 +402,8 @@ template <int LIMBS> struct CrtSums {
             const bool is_complex = parts > 1;
 #pragma unroll 2
             for (int l = 0; l < n_moduli; ++l, products += step)
-                add(table[l], is_complex, products[0], is_complex ? products[count] : 0,
-                    is_complex ? products[2 * count] : 0);
+                add(table[l], is_complex, products[0], is_complex ? products[count] : Product(0),
+                    is_complex ? products[2 * count] : Product(0));
         }
     }
 

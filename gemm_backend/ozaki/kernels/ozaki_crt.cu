@@ -192,8 +192,8 @@ struct TilePosition {
 };
 
 // crt.CrtAccumulator for every output of a tile (crt_reconstruct's loop, for LIMBS limbs).
-template <int LIMBS>
-__device__ void reconstruct_tile(const int *__restrict__ products, long long rows, int cols, int parts,
+template <int LIMBS, class Product>
+__device__ void reconstruct_tile(const Product *__restrict__ products, long long rows, int cols, int parts,
                                  int n_moduli, const ReconstructModulus *table, const ReconstructModulus *im_table,
                                  const double *product_limbs, double inv_product, const int *row_scales,
                                  const int *col_scales, double *out, long long out_stride)
@@ -210,21 +210,22 @@ __device__ void reconstruct_tile(const int *__restrict__ products, long long row
     }
 }
 
-// crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols) int32
-// (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian moduli; 1: the real product),
+// crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols), int32
+// (crt_reconstruct) or int8 residues (crt_reconstruct_residues, from crt_products.cu) (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian moduli; 1: the real product),
 // modulus by modulus. out element (i, c) is written at out[i * out_stride + c * n_out + part] for
 // its n_out = 1 (real) or 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y (Gaussian:
 // re_inverse), im_inverses (Gaussian only), partial_limbs (n_moduli, n_limbs), product_limbs
 // (n_limbs,), n_limbs in 2..MAX_LIMBS.
-extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
-    crt_reconstruct(const int *__restrict__ products, long long rows, int cols, int parts,
-                    int n_moduli, const double *__restrict__ moduli,
-                    const double *__restrict__ inverses,
-                    const double *__restrict__ im_inverses, int n_limbs,
-                    const double *__restrict__ partial_limbs,
-                    const double *__restrict__ product_limbs, const int *__restrict__ row_scales,
-                    const int *__restrict__ col_scales, double *__restrict__ out,
-                    long long out_stride)
+template <class Product>
+__device__ __forceinline__ void reconstruct_products(const Product *__restrict__ products, long long rows, int cols,
+                                                     int parts, int n_moduli, const double *__restrict__ moduli,
+                                                     const double *__restrict__ inverses,
+                                                     const double *__restrict__ im_inverses, int n_limbs,
+                                                     const double *__restrict__ partial_limbs,
+                                                     const double *__restrict__ product_limbs,
+                                                     const int *__restrict__ row_scales,
+                                                     const int *__restrict__ col_scales, double *__restrict__ out,
+                                                     long long out_stride)
 {
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
@@ -242,6 +243,21 @@ extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
     }
 }
 
+#define CRT_RECONSTRUCT_KERNEL(NAME, PRODUCT)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)                                       \
+        NAME(const PRODUCT *__restrict__ products, long long rows, int cols, int parts, int n_moduli,               \
+             const double *__restrict__ moduli, const double *__restrict__ inverses,                                  \
+             const double *__restrict__ im_inverses, int n_limbs, const double *__restrict__ partial_limbs,          \
+             const double *__restrict__ product_limbs, const int *__restrict__ row_scales,                           \
+             const int *__restrict__ col_scales, double *__restrict__ out, long long out_stride)                     \
+    {                                                                                                                  \
+        reconstruct_products(products, rows, cols, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,          \
+                             partial_limbs, product_limbs, row_scales, col_scales, out, out_stride);                 \
+    }
+CRT_RECONSTRUCT_KERNEL(crt_reconstruct, int)
+CRT_RECONSTRUCT_KERNEL(crt_reconstruct_residues, signed char)
+#undef CRT_RECONSTRUCT_KERNEL
+
 // -- a gate's columns where they sit in the state (OzakiCrtBackend.apply_at) -----------------------
 // (crt_reconstruct keeps its own loop and switch: through reconstructed and for_limbs below, whole
 // gates measured 1.5-3% slower on the H100, BENCHMARKS.md round 16.)
@@ -249,8 +265,8 @@ extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
 // crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
 // (n_moduli * parts, count) int32 (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian
 // moduli; 1: the real product), modulus by modulus: re (and im when complex) scaled by 2^exponent.
-template <int LIMBS>
-__device__ __forceinline__ void reconstructed(const int *__restrict__ products, long long count, long long index,
+template <int LIMBS, class Product>
+__device__ __forceinline__ void reconstructed(const Product *__restrict__ products, long long count, long long index,
                                               int parts, int n_moduli, const ReconstructTables &tables, int exponent,
                                               double &re, double &im)
 {
@@ -364,20 +380,22 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
     }
 }
 
-// crt_reconstruct of a chunk's products (n_moduli * parts, rows, k) int32 (parts 2 or 3), output
+// crt_reconstruct of a chunk's products (n_moduli * parts, rows, k), int32 (crt_gate_reconstruct) or
+// int8 residues (crt_gate_reconstruct_residues) (parts 2 or 3), output
 // (i, c) written to amplitude c of column first_column + i of the state out, addressed as
 // crt_gate_residues reads them (out may be the state those residues came from). One thread per
 // output, as crt_reconstruct (one warp per column measured 1.6x slower on the H100).
-extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
-    crt_gate_reconstruct(const int *__restrict__ products, long long rows, int k, int parts,
-                         int n_moduli, const double *__restrict__ moduli,
-                         const double *__restrict__ inverses,
-                         const double *__restrict__ im_inverses, int n_limbs,
-                         const double *__restrict__ partial_limbs,
-                         const double *__restrict__ product_limbs,
-                         const int *__restrict__ row_scales, const int *__restrict__ col_scales,
-                         double2 *out, long long first_column, unsigned long long targets,
-                         unsigned long long ascending, int n_targets)
+template <class Product>
+__device__ __forceinline__ void reconstruct_gate_products(const Product *__restrict__ products, long long rows, int k,
+                                                          int parts, int n_moduli, const double *__restrict__ moduli,
+                                                          const double *__restrict__ inverses,
+                                                          const double *__restrict__ im_inverses, int n_limbs,
+                                                          const double *__restrict__ partial_limbs,
+                                                          const double *__restrict__ product_limbs,
+                                                          const int *__restrict__ row_scales,
+                                                          const int *__restrict__ col_scales, double2 *out,
+                                                          long long first_column, unsigned long long targets,
+                                                          unsigned long long ascending, int n_targets)
 {
     __shared__ long long offsets[MAX_GATE_K];
     fill_amplitude_offsets(offsets, k, targets, n_targets);
@@ -394,3 +412,20 @@ extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)
         }
     });
 }
+
+#define CRT_GATE_RECONSTRUCT_KERNEL(NAME, PRODUCT)                                                                   \
+    extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)                                       \
+        NAME(const PRODUCT *__restrict__ products, long long rows, int k, int parts, int n_moduli,                  \
+             const double *__restrict__ moduli, const double *__restrict__ inverses,                                  \
+             const double *__restrict__ im_inverses, int n_limbs, const double *__restrict__ partial_limbs,          \
+             const double *__restrict__ product_limbs, const int *__restrict__ row_scales,                           \
+             const int *__restrict__ col_scales, double2 *out, long long first_column, unsigned long long targets,   \
+             unsigned long long ascending, int n_targets)                                                            \
+    {                                                                                                                  \
+        reconstruct_gate_products(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,        \
+                                  partial_limbs, product_limbs, row_scales, col_scales, out, first_column, targets,  \
+                                  ascending, n_targets);                                                             \
+    }
+CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int)
+CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char)
+#undef CRT_GATE_RECONSTRUCT_KERNEL

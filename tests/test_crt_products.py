@@ -1,0 +1,64 @@
+"""Ozaki-II's products reduced modulo p on the chip (ozaki/crt_products.py, kernels/crt_products.cu)
+against exact integer products reduced on the host: tiles cut by every edge (rows, columns and the
+inner size past a tile's end), several moduli counts, Karatsuba and Gaussian parts."""
+import numpy as np
+import pytest
+
+from gemm_backend import BackendError
+from gemm_backend.arrays import cupy_module, gpu_available
+from gemm_backend.ozaki.crt import crt_plan
+from gemm_backend.ozaki.crt_products import reduced_products, reduces_on_chip
+from gemm_backend.ozaki.gate import wgmma_here
+
+requires_hopper = pytest.mark.skipif(not (gpu_available() and wgmma_here()), reason="needs an sm_90 GPU (Hopper)")
+
+
+def expected_residues(a, b, padded: int, blocks: int, parts: int, plan):
+    """(blocks, rows, cols) symmetric residues of the block products, from float64 GEMMs (exact:
+    |sum| < padded 127^2 < 2^53)."""
+    out = []
+    for block in range(blocks):
+        h = slice(block * padded, (block + 1) * padded)
+        products = np.rint(a[:, h].astype(np.float64) @ b[:, h].astype(np.float64).T).astype(np.int64)
+        p = int(plan.p[block // parts])
+        r = np.mod(products, p)
+        out.append(np.where(r > (p - 1) // 2, r - p, r))
+    return np.stack(out).astype(np.int8)
+
+
+@pytest.mark.gpu
+@requires_hopper
+@pytest.mark.parametrize("rows, cols, padded, moduli, gaussian", [
+    (300, 48, 144, 8, True),       # a partial row tile, one partial column tile, a k step past the end
+    (128, 256, 128, 8, False),     # one whole tile, Karatsuba's three parts
+    (1000, 1024, 1024, 16, True),  # a d = 10 gate chunk's shape, int8-auto's default plan
+    (257, 528, 512, 9, False),
+])
+def test_products_equal_the_exact_products_modulo_p(rows, cols, padded, moduli, gaussian, rng):
+    cp = cupy_module()
+    plan = crt_plan(moduli, gaussian)
+    parts = 2 if gaussian else 3
+    blocks = plan.count * parts
+    width = blocks * padded + 32  # rows wider than the blocks, as the residue scratch may be
+    a = rng.integers(-127, 128, size=(rows, width), dtype=np.int8)
+    b = rng.integers(-127, 128, size=(cols, width), dtype=np.int8)
+    a[:, -32:] = b[:, -32:] = 99  # past the last block: must not be read
+    out = cp.full((blocks, rows, cols), 77, cp.int8)
+    reduced_products(cp.asarray(a), cp.asarray(b), padded, blocks, parts, cp.asarray(plan.p), out)
+    np.testing.assert_array_equal(out.get(), expected_residues(a, b, padded, blocks, parts, plan))
+
+
+@pytest.mark.gpu
+@requires_hopper
+def test_products_refuse_columns_off_the_store_width():
+    cp = cupy_module()
+    a = cp.zeros((8, 32), cp.int8)
+    with pytest.raises(BackendError, match="multiples of 16"):
+        reduced_products(a, cp.zeros((24, 32), cp.int8), 16, 2, 2, cp.ones(1), cp.zeros((2, 8, 24), cp.int8))
+
+
+def test_products_stay_off_the_chip_without_hopper():
+    """Without an sm_90 GPU every product comes from cuBLAS (or the CPU path)."""
+    if gpu_available() and wgmma_here():
+        pytest.skip("this GPU reduces on the chip")
+    assert not reduces_on_chip(1024)
