@@ -24,13 +24,14 @@ depend on the device.
 
 Gates of K = WIDE_GATE_K (int8-auto's large gates, backend.py): the fused wide Ozaki-I kernel
 (gate.py) against the Ozaki-II gate path, in passes over the state (gate_cost.py), fitted to the
-H100 at N = 30 (BENCHMARKS.md rounds 13, 14 and 16):
+H100 at N = 30 (BENCHMARKS.md rounds 13, 14, 16 and 17):
 
     wide Ozaki-I (P digit pairs)   WIDE_GATE_FIXED_PASSES + P * WIDE_GATE_PASSES_PER_PAIR
                                    (9.2 passes at P = 19, 19.8 at P = 53; first target 0)
-    Ozaki-II (M moduli)            M * (2 on Gaussian moduli, else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
-                                   (16 Gaussian moduli: 13.9 passes at first target 0, where the
-                                   columns are rows of the state, 16.1 at the top, through copies)
+    Ozaki-II (M moduli)            OZAKI2_GATE_FIXED_PASSES
+                                   + M * (2 on Gaussian moduli, else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
+                                   (first target 0, products reduced on the chip: 10.5 passes on
+                                   16 Gaussian moduli, 8.1 on 11; at the top 12.6 and 10.1)
 
 Like the matmul model it ranks; the choice depends on the plan and the moduli alone.
 """
@@ -44,7 +45,8 @@ OZAKI2_RECONSTRUCT_SECONDS = 7.1e-12
 WIDE_GATE_K = 512
 WIDE_GATE_FIXED_PASSES = 3.3
 WIDE_GATE_PASSES_PER_PAIR = 0.31
-OZAKI2_GATE_PASSES_PER_PRODUCT = 0.47
+OZAKI2_GATE_FIXED_PASSES = 2.7  # residues read the state, the reconstruction writes it
+OZAKI2_GATE_PASSES_PER_PRODUCT = 0.245
 
 
 def int8_seconds(operations: float, inner: int) -> float:
@@ -84,4 +86,4 @@ def wide_gate_passes(plan: ProductPlan) -> float:
 
 def ozaki2_gate_passes(moduli: int, gaussian: bool) -> float:
     """Modelled passes of an Ozaki-II gate at K = WIDE_GATE_K on `moduli` moduli."""
-    return moduli * (2 if gaussian else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
+    return OZAKI2_GATE_FIXED_PASSES + moduli * (2 if gaussian else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
