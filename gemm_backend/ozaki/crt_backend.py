@@ -503,7 +503,7 @@ class _GpuTiles:
         layout = self.layout
         shape = (layout.blocks, a_residues.shape[0], b_tile.residues.shape[0])
         size = shape[0] * shape[1] * shape[2]
-        if reduces_on_chip(shape[2]):
+        if reduces_on_chip(shape[2], layout.padded):
             products = self._product_scratch.view(cp.int8)[:size].reshape(shape)
             reduced_products(a_residues, b_tile.residues, layout.padded, layout.blocks, layout.parts,
                              self.tables["p"], products)

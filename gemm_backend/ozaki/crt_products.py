@@ -19,11 +19,15 @@ TILE_M, TILE_N, TILE_K, STAGES = 128, 256, 128, 4
 THREADS = 384
 SHARED_BYTES = 1024 + STAGES * ((TILE_M + TILE_N) * TILE_K + 16)
 COLUMN_ALIGNMENT = 16  # the residues leave in 16-byte stores along a row
+# The kernel walks its tiles column tiles first, with no reordering for the L2: one block's B
+# (cols x padded bytes) must stay in it while the row tiles pass. Gates (at most 1024 x 1024)
+# do; square 16384^3 products ran 2x slower than through cuBLAS (BENCHMARKS.md round 17).
+MAX_B_BYTES = 1 << 21
 
 
-def reduces_on_chip(cols: int) -> bool:
-    """Whether reduced_products takes products with `cols` columns on this GPU."""
-    return cols % COLUMN_ALIGNMENT == 0 and wgmma_here()
+def reduces_on_chip(cols: int, padded: int) -> bool:
+    """Whether reduced_products takes products with `cols` columns of inner size `padded` on this GPU."""
+    return cols % COLUMN_ALIGNMENT == 0 and cols * padded <= MAX_B_BYTES and wgmma_here()
 
 
 def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: int, moduli, out) -> None:
@@ -37,9 +41,10 @@ def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: in
     rows, cols = a_residues.shape[0], b_residues.shape[0]
     if out.shape != (blocks, rows, cols) or out.dtype != cp.int8 or not out.flags.c_contiguous:
         raise BackendError(f"reduced_products: out must be C-contiguous int8 {(blocks, rows, cols)}")
-    if not reduces_on_chip(cols) or padded % 16 or padded > 1 << 17:
-        raise BackendError(f"reduced_products takes {cols} columns of inner size {padded} only on Hopper, "
-                           "for columns and inner sizes in multiples of 16; use cublas_ex.gemm_tn_blocks")
+    if not reduces_on_chip(cols, padded) or padded % 16:
+        raise BackendError(f"reduced_products takes {cols} columns of inner size {padded} only on Hopper, for "
+                           f"columns and inner sizes in multiples of 16 and at most {MAX_B_BYTES} bytes of B; "
+                           "use cublas_ex.gemm_tn_blocks")
     if rows == 0:
         return
     a_map = _residue_map(a_residues, padded, blocks, TILE_M)
