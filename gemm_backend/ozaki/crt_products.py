@@ -19,15 +19,12 @@ TILE_M, TILE_N, TILE_K, STAGES = 128, 256, 128, 4
 THREADS = 384
 SHARED_BYTES = 1024 + STAGES * ((TILE_M + TILE_N) * TILE_K + 16)
 COLUMN_ALIGNMENT = 16  # the residues leave in 16-byte stores along a row
-# The kernel walks its tiles column tiles first, with no reordering for the L2: one block's B
-# (cols x padded bytes) must stay in it while the row tiles pass. Gates (at most 1024 x 1024)
-# do; square 16384^3 products ran 2x slower than through cuBLAS (BENCHMARKS.md round 17).
-MAX_B_BYTES = 1 << 21
+MAX_PADDED = 1 << 17  # int32 sums of padded products of two int8 stay exact
 
 
 def reduces_on_chip(cols: int, padded: int) -> bool:
     """Whether reduced_products takes products with `cols` columns of inner size `padded` on this GPU."""
-    return cols % COLUMN_ALIGNMENT == 0 and cols * padded <= MAX_B_BYTES and wgmma_here()
+    return cols % COLUMN_ALIGNMENT == 0 and padded <= MAX_PADDED and wgmma_here()
 
 
 def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: int, moduli, out) -> None:
@@ -35,7 +32,7 @@ def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: in
     for l < blocks, where a_l = a_residues[:, l * padded:(l + 1) * padded] and b_l likewise:
     a_residues (rows, >= blocks * padded) and b_residues (cols, ...) int8 cupy arrays with unit
     column stride and row strides in multiples of 16 bytes; padded a multiple of 16, at most
-    2^17; moduli: the plan's p, float64 on the device; out: C-contiguous (blocks, rows, cols)
+    MAX_PADDED; moduli: the plan's p, float64 on the device; out: C-contiguous (blocks, rows, cols)
     int8, cols a multiple of 16 (reduces_on_chip)."""
     cp = cupy_module()
     rows, cols = a_residues.shape[0], b_residues.shape[0]
@@ -43,7 +40,7 @@ def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: in
         raise BackendError(f"reduced_products: out must be C-contiguous int8 {(blocks, rows, cols)}")
     if not reduces_on_chip(cols, padded) or padded % 16:
         raise BackendError(f"reduced_products takes {cols} columns of inner size {padded} only on Hopper, for "
-                           f"columns and inner sizes in multiples of 16 and at most {MAX_B_BYTES} bytes of B; "
+                           f"columns and inner sizes in multiples of 16, inner sizes up to {MAX_PADDED}; "
                            "use cublas_ex.gemm_tn_blocks")
     if rows == 0:
         return

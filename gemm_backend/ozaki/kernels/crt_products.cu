@@ -6,8 +6,8 @@
 // 128 bytes of h x 1 block x 128 (a) or TILE_N (g) rows, zero past every end; out (blocks, rows,
 // cols) int8, cols a multiple of 16. Exact for padded <= 2^17 (|sum| < 2^31).
 //
-// A persistent block takes output tiles blockIdx.x, + gridDim.x, ... (column tiles fastest, then
-// row tiles, then blocks), each 128 rows x TILE_N columns, in steps of 128 bytes of h:
+// A persistent block takes output tiles blockIdx.x, + gridDim.x, ... (output_tile's order), each
+// 128 rows x TILE_N columns, in steps of 128 bytes of h:
 // - warpgroup 2 (the producer: one thread; its registers go to the consumers) fills a ring of STAGES stages, a's and g's boxes by one bulk tensor copy
 //   each in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), completing on the
 //   stage's `full` barrier;
@@ -158,11 +158,17 @@ struct OutputTile {
     long long row;
 };
 
-// Output tile t of row_tiles x col_tiles per block.
+// Output tile t of row_tiles x col_tiles per block: blocks slowest; in a block, groups of
+// GROUP_ROWS row tiles, the row tiles fastest in a group, so that the tiles running at once share
+// rows of a and columns of g in the L2 whatever the number of column tiles.
+#define GROUP_ROWS 8
 __device__ __forceinline__ OutputTile output_tile(int t, int row_tiles, int col_tiles)
 {
-    const int rest = t / col_tiles;
-    return {rest / row_tiles, (t - rest * col_tiles) * TILE_N, (long long)(rest % row_tiles) * TILE_M};
+    const int per_block = row_tiles * col_tiles, block = t / per_block;
+    const int in_block = t - block * per_block, group = in_block / (GROUP_ROWS * col_tiles);
+    const int first_row = group * GROUP_ROWS, group_rows = min(GROUP_ROWS, row_tiles - first_row);
+    const int in_group = in_block - group * GROUP_ROWS * col_tiles, col = in_group / group_rows;
+    return {block, col * TILE_N, (long long)(first_row + in_group - col * group_rows) * TILE_M};
 }
 
 
