@@ -8,9 +8,9 @@
 //
 // A persistent block takes output tiles blockIdx.x, + gridDim.x, ... (output_tile's order), each
 // 128 rows x TILE_N columns, in steps of 128 bytes of h:
-// - warpgroup 2 (the producer: one thread; its registers go to the consumers) fills a ring of STAGES stages, a's and g's boxes by one bulk tensor copy
-//   each in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)), completing on the
-//   stage's `full` barrier;
+// - warpgroup 2 (the producer: one thread; its registers go to the consumers) fills a ring of
+//   STAGES stages, a's and g's boxes by one bulk tensor copy each in the 128-byte swizzle (16-byte
+//   chunk c of row r at chunk c ^ (r % 8)), completing on the stage's `full` barrier;
 // - warpgroups 0 and 1 (the consumers) take rows 64 w .. 64 w + 63 of the tile by m64nTILE_Nk32
 //   products, one group in flight, and release each stage on its `empty` barrier once their
 //   products of it are done; at a tile's last step each reduces its products modulo p and stages
@@ -57,22 +57,25 @@ __device__ __forceinline__ void wgmma_products(int (&d)[TILE_N / 2], unsigned lo
                  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
                  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
                  "}, %128, %129, p;\n}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
-                   "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
-                   "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
-                   "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
-                   "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
-                   "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
-                   "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
-                   "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
-                   "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+                   "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+                   "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+                   "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+                   "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+                   "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+                   "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+                   "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+                   "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]),
+                   "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]),
+                   "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+                   "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]),
+                   "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]),
+                   "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]),
+                   "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
+                   "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]),
+                   "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]),
+                   "+r"(d[126]), "+r"(d[127])
                  : "l"(a), "l"(b), "r"(accumulate));
 }
 
@@ -86,7 +89,8 @@ __device__ __forceinline__ void barrier_wait(unsigned barrier, unsigned parity)
 {
     unsigned done;
     do {
-        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+        asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, P;\n}\n"
                      : "=r"(done)
                      : "r"(barrier), "r"(parity)
                      : "memory");
@@ -120,7 +124,8 @@ __device__ __forceinline__ void tensor_copy(unsigned shared, const void *map, in
 __device__ __forceinline__ void store_residues(const int (&d)[TILE_N / 2], signed char *staging, signed char *out,
                                                long long rows, int cols, long long row, int col, int p)
 {
-    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2, lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
+    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2;
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
     signed char *mine = staging + warp * 16 * 128;
 #pragma unroll
     for (int pass = 0; pass < TILE_N / 128; ++pass) {
@@ -253,7 +258,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     if (threadIdx.x >= 32 * CONSUMER_WARPS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
-        if (threadIdx.x == 32 * CONSUMER_WARPS) produce(a_map, g_map, steps, k_steps, row_tiles, col_tiles, base, full, empty);
+        if (threadIdx.x == 32 * CONSUMER_WARPS)
+            produce(a_map, g_map, steps, k_steps, row_tiles, col_tiles, base, full, empty);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
         consume(steps, k_steps, row_tiles, col_tiles, rows, cols, parts, moduli, out, shared, base, full, empty);
