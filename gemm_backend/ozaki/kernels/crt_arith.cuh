@@ -338,8 +338,8 @@ __device__ __forceinline__ double exact_double(unsigned r)
 // the division by i_p are folded into the limbs of the re and im tables: crt.CrtPlan.re_inverse,
 // im_inverse), |r| < 2.5 p, inside add's bound.
 template <class Product>
-__device__ __forceinline__ void gaussian_residues(Product plus, Product minus, const ReconstructModulus &c, unsigned &re,
-                                                  unsigned &im)
+__device__ __forceinline__ void gaussian_residues(Product plus, Product minus, const ReconstructModulus &c,
+                                                  unsigned &re, unsigned &im)
 {
     const unsigned u_plus = product_residue(plus, c), u_minus = product_residue(minus, c);
     re = u_plus + u_minus;
@@ -358,7 +358,8 @@ template <int LIMBS> struct CrtSums {
     // for 20 moduli, 3282 for the 22 Gaussian ones, whose |r| < 2.5 p): every product and sum is an
     // exact double.
     template <class Product>
-    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, Product p1, Product p2, Product p3)
+    __device__ __forceinline__ void add(const ReconstructModulus &c, bool is_complex, Product p1, Product p2,
+                                        Product p3)
     {
         const unsigned u1 = product_residue(p1, c);
         if (!is_complex) {

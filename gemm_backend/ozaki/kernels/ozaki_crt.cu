@@ -211,11 +211,12 @@ __device__ void reconstruct_tile(const Product *__restrict__ products, long long
 }
 
 // crt.CrtAccumulator for every output of a tile: products (n_moduli * parts, rows, cols), int32
-// (crt_reconstruct) or int8 residues (crt_reconstruct_residues, from crt_products.cu) (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian moduli; 1: the real product),
-// modulus by modulus. out element (i, c) is written at out[i * out_stride + c * n_out + part] for
-// its n_out = 1 (real) or 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y (Gaussian:
-// re_inverse), im_inverses (Gaussian only), partial_limbs (n_moduli, n_limbs), product_limbs
-// (n_limbs,), n_limbs in 2..MAX_LIMBS.
+// (crt_reconstruct) or int8 residues (crt_reconstruct_residues, from crt_products.cu) (parts = 3:
+// P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian moduli; 1: the real product), modulus by modulus.
+// out element (i, c) is written at out[i * out_stride + c * n_out + part] for its n_out = 1 (real)
+// or 2 (re, im) parts. Tables as crt.CrtPlan: moduli p, inverses y (Gaussian: re_inverse),
+// im_inverses (Gaussian only), partial_limbs (n_moduli, n_limbs), product_limbs (n_limbs,), n_limbs
+// in 2..MAX_LIMBS.
 template <class Product>
 __device__ __forceinline__ void reconstruct_products(const Product *__restrict__ products, long long rows, int cols,
                                                      int parts, int n_moduli, const double *__restrict__ moduli,
