@@ -204,9 +204,9 @@ def full_search_choice(a_summary, b_summary, shape):
     spans = ProductSpans(*(max(value, floor) for value, floor in zip(astuple(spans), astuple(least))))
     ozaki1 = rules._cheapest_ozaki1(matmul_error_model(a_summary, b_summary, spans, bits_per_slice(inner)),
                                     inner, budget)
-    ozaki2 = rules._cheapest_ozaki2(k, spans.norms, budget, shape)
+    ozaki2 = rules._cheapest_ozaki2(k, spans.norms, budget, rules._matmul_seconds(shape))
     ozaki1_s = None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, True)
-    if ozaki2 is not None and (ozaki1_s is None or ozaki2.info["model_s"] < ozaki1_s):
+    if ozaki2 is not None and (ozaki1_s is None or ozaki2.info["model"] < ozaki1_s):
         return ("ozaki2", ozaki2.moduli, ozaki2.gaussian)
     return ("ozaki1", ozaki1.plan) if ozaki1.plan is not None else (None,)
 

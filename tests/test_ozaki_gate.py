@@ -287,10 +287,10 @@ def test_fused_auto_matches_cpu_and_reports_the_same_plan(rng):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("target_error, scheme, kernel", [(1e-7, "ozaki1", "fused"), (None, "ozaki2", "ozaki2")])
+@pytest.mark.parametrize("target_error, scheme, kernel", [(1e-6, "ozaki1", "fused"), (None, "ozaki2", "ozaki2")])
 def test_auto_at_512_runs_the_cheaper_scheme_with_the_cpus_bits(target_error, scheme, kernel, rng):
     """At K = 512 int8-auto takes the wide kernel for a plan the cost model finds cheaper than
-    Ozaki-II (--target-error 1e-7) and Ozaki-II for the FP64 contract's plan, on both devices."""
+    Ozaki-II (--target-error 1e-6) and Ozaki-II for the FP64 contract's plan, on both devices."""
     u = haar_unitary(512, rng)
     x = _state(rng, (3, 512, 16), special=True)  # R a power of two: the fused kernels' views
     expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto", target_error=target_error), u, x)
@@ -309,7 +309,7 @@ def test_auto_at_512_takes_scattered_targets_on_either_scheme(rng):
     targets = (13, 0, 5, 1, 9, 2, 11, 3, 7)
     u = haar_unitary(512, rng)
     state = crandn(rng, 1 << 14) * 2.0 ** rng.integers(-20, 20, size=1 << 14)
-    loose = gemm_backend.get("int8-auto", target_error=1e-7)
+    loose = gemm_backend.get("int8-auto", target_error=1e-6)
     plan, _ = loose.gate_plan(u)
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)

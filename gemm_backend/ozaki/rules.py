@@ -36,7 +36,7 @@ from .bound import (
     worst_case_columns,
 )
 from .contract import crt_error, crt_moduli, fp64_budget, fp64_product_budget, gate_error_model, matmul_error_model
-from .cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_seconds
+from .cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_gate_passes, ozaki2_seconds
 from .crt import error_bound as crt_error_bound
 from .crt import moduli_for_target
 from .crt_backend import SCHEME as OZAKI2_SCHEME
@@ -47,9 +47,6 @@ from .state_histogram import state_histogram, takes_view
 from .split import add_needed_bits_histogram, bits_per_slice, choose_splits, new_histogram, row_exponents
 
 AUTO = "auto"
-# State columns a large gate's cost model assumes when it weighs the kinds of moduli: any large
-# count gives the same choice, whose GEMMs and per-element passes all scale with it.
-GATE_COST_ROWS = 1 << 20
 OZAKI1, OZAKI2 = "ozaki1", OZAKI2_SCHEME  # the schemes int8-auto may take
 FP64, WORST_CASE = "fp64", "worst-case"  # int8-auto's bound= (module docstring)
 # Amplitudes of the state per chunk while the rho rule builds the state's histogram.
@@ -211,11 +208,11 @@ class TargetRule(SplitRule):
 
     def ozaki2_gate(self, k: int) -> Choice:
         """The fewest moduli whose bound (crt.error_bound, relative to ||a_i||_2 ||b_j||_2 like
-        bound.py's) meets the target, of the kind (ordinary or Gaussian) the cost model finds
+        bound.py's) meets the target, of the kind (ordinary or Gaussian) the gate cost model finds
         cheaper: Gaussian moduli carry about 7 bits each against 8, but take two INT8 products
         per modulus against three."""
         target = self.target(2 * k)
-        choice = _cheaper_kind((GATE_COST_ROWS, k, k, True), lambda gaussian: moduli_for_target(target, k, gaussian))
+        choice = _cheaper_kind(lambda gaussian: moduli_for_target(target, k, gaussian), ozaki2_gate_passes)
         if choice is None:
             raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli (or "
                                f"{GAUSSIAN_MODULI.stop - 1} Gaussian ones) meets the error target {target:.3g} "
@@ -252,11 +249,11 @@ class Fp64Rule(SplitRule):
             return Choice(OZAKI1, plan_products(first[0], inner, first[1], first[2]), info={"estimate": 0.0})
         budget = fp64_product_budget(inner)
         norm_span = model.span(True, True)
-        ozaki2 = _cheapest_ozaki2(k, norm_span, budget, (m, k, n, is_complex))
+        ozaki2 = _cheapest_ozaki2(k, norm_span, budget, _matmul_seconds((m, k, n, is_complex)), is_complex)
         if ozaki2 is not None:
             floor = _ozaki1_floor_seconds(statistics["a"], statistics["b"], budget, (m, k, n, is_complex))
-            if floor > ozaki2.info["model_s"]:  # no Ozaki-I plan can be cheaper: its spans need not be searched
-                return _ozaki2_choice(ozaki2, k, norm_span, {OZAKI2: ozaki2.info["model_s"], "ozaki1_floor": floor})
+            if floor > ozaki2.info["model"]:  # no Ozaki-I plan can be cheaper: its spans need not be searched
+                return _ozaki2_choice(ozaki2, k, norm_span, {OZAKI2: ozaki2.info["model"], "ozaki1_floor": floor})
         least = _least_spans(inner)
         spans = ProductSpans(max(model.span(False, False), least.exponents),
                              max(model.span(False, True), least.a_exponent_b_norm),
@@ -264,7 +261,7 @@ class Fp64Rule(SplitRule):
         ozaki1 = _cheapest_ozaki1(matmul_error_model(statistics["a"], statistics["b"], spans, bits_per_slice(inner)),
                                   inner, budget)
         seconds = {OZAKI1: None if ozaki1.plan is None else ozaki1_seconds(ozaki1.plan, m, k, n, is_complex),
-                   OZAKI2: None if ozaki2 is None else ozaki2.info["model_s"]}
+                   OZAKI2: None if ozaki2 is None else ozaki2.info["model"]}
         if ozaki2 is not None and (seconds[OZAKI1] is None or seconds[OZAKI2] < seconds[OZAKI1]):
             return _ozaki2_choice(ozaki2, k, norm_span, seconds)
         if ozaki1.plan is None:
@@ -281,10 +278,10 @@ class Fp64Rule(SplitRule):
         return _cheapest_ozaki1(gate_error_model(gate_rows, gate_exps, bits), inner, fp64_budget(inner))
 
     def ozaki2_gate(self, k: int) -> Choice:
-        """The cheaper of the fewest moduli of either kind whose modelled error
-        (contract.crt_error) meets the contract normwise per entry, for every state."""
-        # span 0: relative to ||u_i|| ||x||; GATE_COST_ROWS state columns for the cost model
-        choice = _cheapest_ozaki2(k, 0.0, fp64_budget(2 * k), (GATE_COST_ROWS, k, k, True))
+        """The cheaper (the gate cost model) of the fewest moduli of either kind whose modelled
+        error (contract.crt_error) meets the contract normwise per entry, for every state."""
+        # span 0: relative to ||u_i|| ||x||
+        choice = _cheapest_ozaki2(k, 0.0, fp64_budget(2 * k), ozaki2_gate_passes)
         if choice is None:
             raise BackendError(f"no Ozaki-II plan with at most {CRT_MODULI.stop - 1} moduli (or "
                                f"{GAUSSIAN_MODULI.stop - 1} Gaussian ones) meets the FP64 contract at K = {k}; "
@@ -354,25 +351,32 @@ def _gate_rows(u, bits: int):
     return gate_rows, gate_exps
 
 
-def _cheapest_ozaki2(k: int, span_bits: float, budget: float, shape: tuple):
-    """_cheaper_kind of the fewest moduli whose modelled error (contract.crt_moduli) meets budget
-    at span_bits."""
-    return _cheaper_kind(shape, lambda gaussian: crt_moduli(k, span_bits, budget, moduli_counts(gaussian), gaussian))
+def _cheapest_ozaki2(k: int, span_bits: float, budget: float, cost, is_complex: bool = True):
+    """_cheaper_kind (by cost) of the fewest moduli whose modelled error (contract.crt_moduli)
+    meets budget at span_bits."""
+    return _cheaper_kind(lambda gaussian: crt_moduli(k, span_bits, budget, moduli_counts(gaussian), gaussian), cost,
+                         is_complex)
 
 
-def _cheaper_kind(shape: tuple, fewest_moduli):
-    """The Ozaki-II Choice (info "model_s": its modelled seconds) of fewest_moduli(gaussian) (the
-    fewest moduli of that kind meeting a rule, None for none), on the kind of moduli the cost
-    model finds cheaper for shape (m, k, n, is_complex), ordinary ones on a tie: Gaussian ones
-    only pay off for complex products (two INT8 products per modulus against three); None when
-    neither kind meets the rule."""
+def _matmul_seconds(shape: tuple):
+    """The matmul model's cost (cost.ozaki2_seconds) of Ozaki-II for shape (m, k, n, is_complex),
+    as _cheaper_kind takes it."""
+    return lambda moduli, gaussian: ozaki2_seconds(moduli, *shape, gaussian=gaussian)
+
+
+def _cheaper_kind(fewest_moduli, cost, is_complex: bool = True):
+    """The Ozaki-II Choice (info "model": its cost) of fewest_moduli(gaussian) (the fewest moduli
+    of that kind meeting a rule, None for none), on the kind of moduli whose cost(moduli, gaussian)
+    (a model's seconds or passes) is lower, ordinary ones on a tie: Gaussian ones only pay off for
+    complex products (two INT8 products per modulus against three); None when neither kind meets
+    the rule."""
     best = None
-    for gaussian in (False, True) if shape[3] else (False,):
+    for gaussian in (False, True) if is_complex else (False,):
         moduli = fewest_moduli(gaussian)
         if moduli is not None:
-            seconds = ozaki2_seconds(moduli, *shape, gaussian=gaussian)
-            if best is None or seconds < best.info["model_s"]:
-                best = Choice(OZAKI2, moduli=moduli, gaussian=gaussian, info={"model_s": seconds})
+            model = cost(moduli, gaussian)
+            if best is None or model < best.info["model"]:
+                best = Choice(OZAKI2, moduli=moduli, gaussian=gaussian, info={"model": model})
     return best
 
 
