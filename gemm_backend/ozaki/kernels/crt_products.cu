@@ -31,6 +31,8 @@
 #error "crt_products.cu is compiled for sm_90a (wgmma, bulk tensor copies)"
 #endif
 
+#include "wgmma_s8.cuh"  // the warpgroup products' fence, commit and wait
+
 // Descriptor of a K-major operand at shared address `address`: rows of 128 bytes in the 128-byte
 // swizzle (the tile 1024-byte aligned; + 32 j bytes for the j-th step of 32 bytes of k), 8-row
 // groups 1024 bytes apart.
@@ -216,20 +218,20 @@ __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, i
             barrier_wait(full + 8 * s, (step / STAGES) & 1);
             const unsigned stage = base + s * STAGE_BYTES;
             a_rows = stage + warpgroup * 64 * TILE_K;
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            wgmma_fence<TILE_N / 8>();
 #pragma unroll
             for (int j = 0; j < TILE_K / 32; ++j)
                 wgmma_products(d, swizzled_descriptor(a_rows + 32 * j), swizzled_descriptor(stage + A_BYTES + 32 * j),
                                kt > 0 || j > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // the previous step's are done
+            wgmma_commit<TILE_N / 8>();
+            wgmma_wait<1>();  // the previous step's are done
             if (kt > 0 && lane == 0) barrier_arrive(empty + 8 * ((step - 1) % STAGES));
         }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        wgmma_wait<0>();
         store_residues(d, shared + (a_rows - shared_start), out + (long long)tile.block * rows * cols, rows, cols,
                        tile.row + 64 * warpgroup, tile.col, p);
         // the staging rows' generic writes before the producer's next bulk copy into them
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        fence_shared_for_wgmma();
         __syncwarp();
         if (lane == 0) barrier_arrive(empty + 8 * ((step - 1) % STAGES));
     }

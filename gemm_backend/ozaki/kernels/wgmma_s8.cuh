@@ -80,8 +80,9 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait()
 #endif
 }
 
-// Ordinary shared-memory stores (the column digits) made visible to the tensor cores' reads;
-// every writer runs it before the barrier that precedes the products.
+// Ordinary shared-memory stores (the column digits) made visible to the tensor cores' reads, or
+// ordered before the copy engine's writes to the same bytes (crt_products.cu); every writer runs it
+// before the barrier that precedes those.
 __device__ __forceinline__ void fence_shared_for_wgmma()
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
