@@ -90,3 +90,11 @@ def gpu_run_matches_cpu(circuit, backend: str) -> dict:
                for device in ("cpu", "gpu")}
     assert same_bits(results["gpu"].state_vector(), results["cpu"].state_vector())
     return results
+
+
+def symmetric_residues(products, plan, parts: int):
+    """Integer products (blocks, ...) as crt_products.cu leaves them: int8 residues modulo the
+    block's p (block l * parts + g of plan crt.CrtPlan), in [-(p - 1) / 2, (p - 1) / 2]."""
+    p = np.repeat(np.asarray(plan.p, np.int64), parts).reshape(-1, *([1] * (products.ndim - 1)))
+    r = np.mod(products.astype(np.int64), p)
+    return np.ascontiguousarray(np.where(r > (p - 1) // 2, r - p, r).astype(np.int8))

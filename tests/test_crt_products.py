@@ -10,20 +10,17 @@ from gemm_backend.ozaki.crt import crt_plan
 from gemm_backend.ozaki.crt_products import reduced_products, reduces_on_chip
 from gemm_backend.ozaki.gate import wgmma_here
 
+from .helpers import symmetric_residues
+
 requires_hopper = pytest.mark.skipif(not (gpu_available() and wgmma_here()), reason="needs an sm_90 GPU (Hopper)")
 
 
 def expected_residues(a, b, padded: int, blocks: int, parts: int, plan):
     """(blocks, rows, cols) symmetric residues of the block products, from float64 GEMMs (exact:
     |sum| < padded 127^2 < 2^53)."""
-    out = []
-    for block in range(blocks):
-        h = slice(block * padded, (block + 1) * padded)
-        products = np.rint(a[:, h].astype(np.float64) @ b[:, h].astype(np.float64).T).astype(np.int64)
-        p = int(plan.p[block // parts])
-        r = np.mod(products, p)
-        out.append(np.where(r > (p - 1) // 2, r - p, r))
-    return np.stack(out).astype(np.int8)
+    blocks_of = [slice(block * padded, (block + 1) * padded) for block in range(blocks)]
+    products = np.stack([np.rint(a[:, h].astype(np.float64) @ b[:, h].astype(np.float64).T) for h in blocks_of])
+    return symmetric_residues(products.astype(np.int64), plan, parts)
 
 
 @pytest.mark.gpu

@@ -14,7 +14,7 @@ from gemm_backend.ozaki.crt_backend import CrtLayout
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 from gemm_backend.target_layout import pack_targets
 
-from .helpers import at_targets, batched_on_columns, same_bits, seed_paper_matrix
+from .helpers import at_targets, batched_on_columns, same_bits, seed_paper_matrix, symmetric_residues
 from .host_build import build_host_harness
 
 KERNELS = Path(gemm_backend.__file__).resolve().parent / "ozaki" / "kernels" / "ozaki_crt.cu"  # as installed
@@ -75,14 +75,6 @@ def host_residues(kernels, layout, rows, scales, tables=None):
     return out
 
 
-def reduced_products(products, plan, parts: int):
-    """The int32 products (blocks, ...) as crt_products.cu leaves them: int8 residues modulo the
-    block's p (block l * parts + g), in [-(p - 1) / 2, (p - 1) / 2]."""
-    p = np.repeat(np.asarray(plan.p, np.int64), parts).reshape(-1, *([1] * (products.ndim - 1)))
-    r = np.mod(products.astype(np.int64), p)
-    return np.ascontiguousarray(np.where(r > (p - 1) // 2, r - p, r).astype(np.int8))
-
-
 def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False, reduced=False):
     """OzakiCrtBackend's GPU path with the host kernels, tile by tile: row scales, residues in
     the (rows, blocks * padded) layout, the per-block INT8 products (float64 GEMMs here; reduced:
@@ -113,7 +105,7 @@ def host_matmul(kernels, m, a, b, row_step, col_step, gaussian=False, reduced=Fa
             assert np.abs(products).max() < 2**31
             products = np.ascontiguousarray(products.astype(np.int32))
             if reduced:
-                products = reduced_products(products, layout.plan, layout.parts)
+                products = symmetric_residues(products, layout.plan, layout.parts)
             target = out_rows[rows, layout.width * cols.start:layout.width * cols.stop]
             kernels.host_reconstruct(
                 _pointer(products), ctypes.c_int(reduced), ctypes.c_longlong(products.shape[1]),
@@ -318,7 +310,7 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
             [residues[:, j * pad:(j + 1) * pad] @ gate_residues[:, j * pad:(j + 1) * pad].T
              for j in range(layout.blocks)]).astype(np.int32))
         if reduced:
-            products = reduced_products(products, layout.plan, layout.parts)
+            products = symmetric_residues(products, layout.plan, layout.parts)
         kernels.host_gate_reconstruct(
             _pointer(products), ctypes.c_int(reduced), ctypes.c_longlong(count), ctypes.c_int(k), ctypes.c_int(layout.parts),
             ctypes.c_int(layout.plan.count), *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
