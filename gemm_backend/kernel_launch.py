@@ -134,6 +134,13 @@ def launch_per_element(function, count: int, args: tuple) -> None:
     _launch(function, -(-count // THREADS), ELEMENT_BLOCKS_PER_SM, args, 0)
 
 
+def launch_per_column_group(function, columns: int, blocks_per_sm: int, args: tuple) -> None:
+    """function(args) on a persistent grid of THREADS-thread blocks, at most blocks_per_sm per
+    multiprocessor, for kernels that give each of `columns` columns to a group of a block's threads
+    and share the columns out among the blocks themselves."""
+    _launch(function, columns, blocks_per_sm, args, 0)
+
+
 def persistent_blocks(wanted_blocks: int, blocks_per_sm: int) -> int:
     """Blocks of a persistent grid: as many as the work wants, at most blocks_per_sm per
     multiprocessor (the kernels loop over the rest), at least one."""

@@ -517,6 +517,27 @@ def test_apply_batched_chunks_fit_the_workspace():
     assert (x == 1).all()
 
 
+@pytest.mark.parametrize("n_left, n_right, most", [(3, 32, 50), (1, 1024, 300), (64, 4, 7), (5, 8, 1), (2, 2, 1000)])
+def test_in_place_chunks_cover_every_column_once_as_the_gathered_ones(n_left, n_right, most):
+    """The GPU's in-place chunks of an (L, K, R) view (apply_at's kernels) are apply_gate's
+    gathered chunks (iter_column_chunks: the same calls counted) as runs of column indices l R + r,
+    and apply_at's own chunks of consecutive columns: each column once, at most `most` a chunk."""
+    from gemm_backend.arrays import iter_column_chunks
+    from gemm_backend.ozaki.crt_backend import _consecutive_chunks, _view_chunks
+    from gemm_backend.workspace import even_step
+
+    n_columns = n_left * n_right
+    chunks = list(_view_chunks(n_left, n_right, most))
+    gathered = list(iter_column_chunks(n_left, n_right, even_step(n_columns, most)))
+    assert len(chunks) == len(gathered)
+    for (first, count), (ls, rs) in zip(chunks, gathered):
+        indices = (np.arange(n_left)[ls, None] * n_right + np.arange(n_right)[None, rs]).ravel()
+        assert list(indices) == list(range(first, first + count)) and count <= most
+    for listed in (chunks, list(_consecutive_chunks(n_columns, even_step(n_columns, most)))):
+        covered = np.concatenate([np.arange(first, first + count) for first, count in listed])
+        assert sorted(covered) == list(range(n_columns)) and max(count for _, count in listed) <= most
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, requires_gpu])])
 @pytest.mark.parametrize("operand", ["gate", "state"])
 def test_apply_batched_non_finite_input_raises(operand, device, rng):

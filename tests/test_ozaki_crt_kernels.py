@@ -321,11 +321,13 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
 
 @pytest.mark.parametrize("m, gaussian", [(16, True), (13, False), (9, True)])
 @pytest.mark.parametrize("targets, chunk", [((0, 1, 2), 16), ((2, 3, 4), 5), ((5, 1, 3), 7), ((6, 0), 64),
-                                            ((3,), 9), ((8, 0, 5, 2, 7, 3), 5)])
+                                            ((3,), 9), ((8, 0, 5, 2, 7, 3), 5), ((9, 0, 8, 1, 7, 2, 6, 3), 3),
+                                            (tuple(range(12, 2, -1)), 5)])
 @pytest.mark.parametrize("reduced", [False, True])
 def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, reduced, rng):
-    """In place on a state of 7 qubits (9 for 6 targets: K = 64, so that a thread's outputs wrap
-    to the next column), in chunks: the bits of the CPU path (apply_batched) on the gathered
+    """In place on a state of 7 qubits (len(targets) + 3 for more targets: K = 64, so that a
+    thread's outputs wrap to the next column; K = 256 and 1024, whose columns crt_gate_residues
+    spreads over 2 and 8 warps), in chunks: the bits of the CPU path (apply_batched) on the gathered
     columns, whatever the targets' order and positions; zero, tiny and huge columns."""
     n, k = max(7, len(targets) + 3), 1 << len(targets)
     state = seed_paper_matrix(rng, (1 << n,), 4.0, True)

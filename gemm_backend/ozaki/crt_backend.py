@@ -31,9 +31,10 @@ from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_sca
 from .crt_products import reduced_products, reduces_on_chip
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
-from ..kernel_launch import include_options, kernel_path, launch_per_element, launch_per_row, per_row_int32, row_stride
+from ..kernel_launch import (include_options, kernel_path, launch_per_column_group, launch_per_element, launch_per_row,
+                             per_row_int32, row_stride)
 from ..registry import moduli_counts
-from ..target_layout import MAX_KERNEL_TARGETS, check_layout, pack_targets
+from ..target_layout import MAX_KERNEL_TARGETS, check_layout, pack_targets, view_layout
 from ..transpose import transpose_into
 from ..workspace import even_step
 
@@ -45,6 +46,7 @@ _CPU_INPUT_TEMPORARIES = 10
 # (fraction, the combined product, w, the rounding's digits, window, shifts and temporaries).
 _CPU_OUTPUT_TEMPORARIES = 24
 _SOURCE = kernel_path("ozaki_crt.cu")
+GATE_RESIDUE_BLOCKS_PER_SM = 4  # crt_gate_residues' __launch_bounds__ (ozaki_crt.cu)
 
 
 @dataclass(frozen=True)
@@ -181,9 +183,9 @@ class OzakiCrtBackend(GemmBackend):
         The columns of x go in chunks of at most chunk_columns(k, workspace) (one GPU tile each,
         with all of B's columns, on both devices: the calls, and so the statistics, agree). The
         gate's residues are made once for all chunks; a chunk's columns are read and written in
-        place where R = 1 (rows of x and out), else gathered into one buffer (transpose_into),
-        which then takes their results (on the GPU no slower than apply_at's kernels, which
-        address them where they sit: BENCHMARKS.md round 15); the GPU's residues and products
+        place where R = 1 (rows of x and out); else on the GPU, where out is x, by apply_at's
+        kernels, which address them where they sit, and otherwise gathered into one buffer
+        (transpose_into), which then takes their results; the GPU's residues and products
         reuse one scratch for every chunk, so the memory held stays the workspace whatever the
         chunk count. u's NaN or Inf raises BackendError before any work; x's on the CPU at its
         chunk, on the GPU after the last chunk (or when the caller reads nonfinite), its chunks
@@ -191,6 +193,11 @@ class OzakiCrtBackend(GemmBackend):
         n_left, k, n_right = x.shape
         xp, on_gpu = array_module(x), is_gpu_array(x)
         self._check_inner(k)
+        if n_right > 1 and addresses_targets(k, on_gpu) and _in_place_view(x, out):
+            # the columns where they sit (apply_at's kernels): no gathered copy there and back; in
+            # the chunks below, so that the calls counted are the CPU's
+            self._apply_in_chunks(u, *view_layout(x), nonfinite, lambda most: _view_chunks(n_left, n_right, most))
+            return
         layout = CrtLayout(self.plan, k, True)
         self.last_call_info = self._info()
         if x.size == 0:
@@ -237,6 +244,13 @@ class OzakiCrtBackend(GemmBackend):
         crt_gate_reconstruct): no copy of the state. Columns in chunks of consecutive indices,
         sized as apply_gate's; the same bits as apply_gate on the gathered columns; NaN or Inf as
         apply_gate (nonfinite)."""
+        n_columns = state.size // max(u.shape[0], 1)
+        self._apply_in_chunks(u, state, targets, nonfinite,
+                              lambda most: _consecutive_chunks(n_columns, even_step(n_columns, most)))
+
+    def _apply_in_chunks(self, u, state, targets, nonfinite, chunks) -> None:
+        """apply_at, its columns in the chunks (first column, count) that chunks(most columns per
+        chunk) yields, which must cover every column once."""
         cp = cupy_module()
         k = u.shape[0]
         self._check_inner(k)
@@ -251,9 +265,7 @@ class OzakiCrtBackend(GemmBackend):
             True, lambda workspace: self._gate_buffers(b, layout, cp, True, workspace, n_columns, True))
         columns = _StateColumns(state, targets)
         flag = cp.zeros(1, cp.int32) if nonfinite is None else nonfinite
-        step = even_step(n_columns, chunk_rows)
-        for first in range(0, n_columns, step):
-            count = min(step, n_columns - first)
+        for first, count in chunks(chunk_rows):
             self._count(count, k, k)
             a_residues, a_scales = tiles.column_residues(columns, first, count, self.plan.a_bits, flag)
             tiles.multiply_into_columns(a_residues, a_scales, gate, columns, first)
@@ -262,9 +274,16 @@ class OzakiCrtBackend(GemmBackend):
 
     def _multiply_chunk(self, a_rows, gate: "_BTile", tiles, tile_rows: int, nonfinite, out_rows) -> None:
         """out_rows (n, 2k) float64 := the products of a chunk's columns a_rows (n, 2k) float64
-        with the gate, `tile_rows` rows at a time (out_rows may be a_rows: a tile's residues are
-        made before its results are written). NaN or Inf in a_rows: BackendError on the CPU,
-        nonfinite set on the GPU."""
+        with the gate, `tile_rows` rows at a time (on the GPU one tile: tile_rows >= n; out_rows may
+        be a_rows: a tile's residues are made before its results are written). NaN or Inf in
+        a_rows: BackendError on the CPU, nonfinite set on the GPU."""
+        if is_gpu_array(a_rows) and _rows_are_gate_columns(a_rows):
+            # each amplitude read once (crt_gate_residues) where the row kernels read a row three
+            # times: the same bits, as the rows are the columns of a gate on the bits 0 .. d-1
+            columns = _StateColumns(a_rows, tuple(range((a_rows.shape[1] // 2).bit_length() - 1)))
+            a_residues, a_scales = tiles.column_residues(columns, 0, a_rows.shape[0], self.plan.a_bits, nonfinite)
+            tiles.multiply(a_residues, a_scales, gate, out_rows)
+            return
         if is_gpu_array(a_rows):
             a_scales = _gpu_row_scales(a_rows, self.plan.a_bits, nonfinite)[0]
         else:
@@ -385,6 +404,33 @@ def addresses_targets(k: int, on_gpu: bool) -> bool:
     return on_gpu and k <= 1 << MAX_KERNEL_TARGETS
 
 
+def _consecutive_chunks(n_columns: int, step: int):
+    """(first, count) of the chunks of `step` consecutive columns (the last may be shorter)."""
+    return ((first, min(step, n_columns - first)) for first in range(0, n_columns, step))
+
+
+def _view_chunks(n_left: int, n_right: int, most: int):
+    """apply_gate's chunks of an (L, K, R) view's columns (iter_column_chunks, at most `most`
+    columns each) as (first, count) of consecutive column indices l R + r."""
+    return ((ls.start * n_right + rs.start, (ls.stop - ls.start) * (rs.stop - rs.start))
+            for ls, rs in iter_column_chunks(n_left, n_right, even_step(n_left * n_right, most)))
+
+
+def _in_place_view(x, out) -> bool:
+    """Whether out is x, a C-contiguous (L, K, R) view with K and R powers of two (view_layout)."""
+    k, n_right = x.shape[1:]
+    return (out.data.ptr == x.data.ptr and out.strides == x.strides and x.flags.c_contiguous
+            and (k & (k - 1)) == 0 and (n_right & (n_right - 1)) == 0)
+
+
+def _rows_are_gate_columns(a_rows) -> bool:
+    """Whether the rows (n, 2k) float64 (complex values) lie back to back with k = 2^d <= 2^10, so
+    that crt_gate_residues reads them as the columns of a gate on the state bits 0 .. d-1."""
+    k = a_rows.shape[1] // 2
+    return (k > 0 and (k & (k - 1)) == 0 and addresses_targets(k, True) and a_rows.strides == (16 * k, 8)
+            and a_rows.data.ptr % 16 == 0)
+
+
 def _check_finite(finite, operand: str) -> None:
     """BackendError naming the operand unless finite (a bool, or a 0-d array read here)."""
     if not bool(finite):
@@ -475,7 +521,7 @@ class _GpuTiles:
         width = layout.blocks * layout.padded
         residues = self._residue_scratch[:count * width].reshape(count, width)
         scales = cp.empty(count, cp.int32)
-        launch_per_row(_module().get_function("crt_gate_residues"), count, (
+        launch_per_column_group(_module().get_function("crt_gate_residues"), count, GATE_RESIDUE_BLOCKS_PER_SM, (
             columns.state, cp.int64(first), cp.int64(count), cp.int32(layout.k), *columns.arguments(),
             cp.int32(layout.padded), cp.int32(layout.parts), cp.int32(bits), scales, nonfinite,
             cp.int32(layout.plan.count), self.tables["p"], self.tables["root"], residues, cp.int64(width)))

@@ -1,12 +1,14 @@
 // kernels/ozaki_crt.cu compiled for the host, so that its logic can be checked against the numpy
 // specification (gemm_backend/crt.py) on a machine without a GPU (tests/test_ozaki_crt_kernels.py).
-// Every launch runs one block of one warp (host_block.hpp), with the warp primitives of
-// warp_intrinsics.hpp. The math functions are the C
-// library's, which like CUDA's are exact for the operations the kernels use (frexp, ldexp, trunc,
-// rint, floor, fma, fmaf), and the integer intrinsics below have CUDA's exact semantics.
+// Every launch runs one block (host_block.hpp): of one warp, or of GATE_RESIDUE_THREADS for
+// crt_gate_residues, with the warp primitives of warp_intrinsics.hpp and the device functions of
+// device_functions.hpp. The math functions are the C library's, which like CUDA's are exact for the
+// operations the kernels use (frexp, ldexp, trunc, rint, floor, fma, fmaf), and the integer
+// intrinsics below have CUDA's exact semantics.
 // Build: g++ -std=c++20 -shared -fPIC -DKERNELS='"path/to/ozaki_crt.cu"' ozaki_crt_host.cpp
 #include "host_block.hpp"
 #include "warp_intrinsics.hpp"
+#include "device_functions.hpp"
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -14,16 +16,13 @@
 using std::floor; using std::fabs; using std::fma; using std::fmaf; using std::fmax; using std::frexp;
 using std::isfinite; using std::ldexp; using std::rint; using std::trunc;
 
-struct double2 { double x, y; };
-inline double2 make_double2(double x, double y) { return {x, y}; }
-inline int min(int a, int b) { return a < b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
 inline double __ll2double_rn(long long x) { return (double)x; }
 inline double __ull2double_rn(unsigned long long x) { return (double)x; }  // to nearest even, as CUDA's
 inline long long __double2ll_rz(double x) { return (long long)x; }  // C++ conversion truncates
 inline int __double2int_rz(double x) { return (int)x; }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
 inline double __hiloint2double(int hi, int lo)
 {
     return std::bit_cast<double>((uint64_t)(uint32_t)hi << 32 | (uint32_t)lo);
@@ -80,7 +79,7 @@ void host_gate_residues(const double *x, long long first_column, long long rows,
                         int *nonfinite, int n_moduli, const double *moduli, const double *roots, signed char *out,
                         long long out_stride)
 {
-    launch_one_warp([&] {
+    launch_block(GATE_RESIDUE_THREADS / 32, 0, 1, [&] {
         crt_gate_residues((const double2 *)x, first_column, rows, k, targets, ascending, n_targets, padded, parts,
                           bits, scales, nonfinite, n_moduli, moduli, roots, out, out_stride);
     });

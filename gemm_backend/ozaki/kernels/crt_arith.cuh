@@ -32,10 +32,14 @@
 // sum gives i_p Im modulo p directly.
 struct alignas(16) ResidueModulus {
     int powers[3];
-    float inv_p, neg_p;          // fl(1/p) and -p
-    unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 MAGIC_BITS (mod 2^32)
+    float inv_p;                 // fl(1/p)
+    int neg_p;                   // -p
+    unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 magic_offset(p) (mod 2^32)
     int turned_powers[3];
 };
+
+// What magic_reduce adds to a residue modulo p: MAGIC_BITS (1 - p) modulo 2^32, a multiple of 2^22.
+__device__ __forceinline__ unsigned magic_offset(unsigned p) { return MAGIC_BITS * (1u - p); }
 
 // v mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod); set-up only.
 __device__ int symmetric_mod(int v, int p)
@@ -75,10 +79,10 @@ __device__ void load_residue_moduli(ResidueModulus *table, const double *moduli,
         ResidueModulus &c = table[l];
         const int p = (int)moduli[l];
         c.inv_p = 1.0f / (float)p;
-        c.neg_p = -(float)p;
+        c.neg_p = -p;
         c.p = p;
         c.half = p / 2;
-        c.sum_shift = c.half + p - 2u * MAGIC_BITS;
+        c.sum_shift = c.half + p - 2u * magic_offset(p);
     }
     __syncthreads();
 }
@@ -138,20 +142,20 @@ __device__ __forceinline__ int digit_sum(const Digits &digits, const int (&weigh
 }
 
 // The symmetric residue r of S modulo p, from the bits MAGIC_BITS + S of the float 1.5 2^23 + S
-// (|S| < 2^19), as the bits of the float 1.5 2^23 + r: the low byte of the result is r as int8.
-// The quotient: |S fl(1/p) - S/p| <= 2^19 / p * 2^-24 < 1/(4p), and for odd p the fraction of S/p
-// stays 1/(2p) away from 1/2, so the FFMA, rounding 1.5 2^23 + S fl(1/p) once to an integer,
-// gives 1.5 2^23 + rint(S/p); for p = 256 the quotient is exact and a tie may give r = +128
-// (int8: -128, crt.symmetric_mod's value). The last FFMA is exact: 1.5 2^23 + S - q p = 1.5 2^23 + r,
-// all integers below 2^24.
+// (|S| < 2^19), as r + magic_offset(p) (mod 2^32), whose low byte is r as int8. The quotient:
+// |S fl(1/p) - S/p| <= 2^19 / p * 2^-24 < 1/(4p), and for odd p the fraction of S/p stays 1/(2p)
+// away from 1/2, so the FFMA, rounding 1.5 2^23 + S fl(1/p) once to an integer, gives the float
+// 1.5 2^23 + q, q = rint(S/p), whose bits are MAGIC_BITS + q; for p = 256 the quotient is exact and
+// a tie may give r = +128 (int8: -128, crt.symmetric_mod's value). The IMAD then gives
+// MAGIC_BITS + S - (MAGIC_BITS + q) p = r + MAGIC_BITS (1 - p) (one instruction where an FFMA on the
+// float gave r + MAGIC_BITS after an FADD).
 __device__ __forceinline__ unsigned magic_reduce(int shifted_bits, const ResidueModulus &c)
 {
-    const float shifted = __int_as_float(shifted_bits);
-    const float quotient = fmaf(shifted - MAGIC, c.inv_p, MAGIC) - MAGIC;
-    return __float_as_uint(fmaf(quotient, c.neg_p, shifted));
+    const float quotient = fmaf(__int_as_float(shifted_bits) - MAGIC, c.inv_p, MAGIC);
+    return (unsigned)(shifted_bits + __float_as_int(quotient) * c.neg_p);
 }
 
-// The symmetric residue of the value of `digits` modulo p (magic_reduce's bits). S = sum d_b
+// The symmetric residue of the value of `digits` modulo p (magic_reduce's value). S = sum d_b
 // (2^e_b mod p) == value (mod p) with |S| <= 12 * 128 * 128 < 2^18; 1.5 2^23 + S is exact and its
 // bits are MAGIC_BITS + S (dp4a adds S to them).
 template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Digits &digits, const ResidueModulus &c)
@@ -160,7 +164,7 @@ template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Dig
 }
 
 // On a Gaussian modulus, the symmetric residues of Re + i_p Im and Re - i_p Im (magic_reduce's
-// bits) from one dp4a sum of Re against 2^e mod p and one of Im against i_p 2^e mod p: each sum
+// values) from one dp4a sum of Re against 2^e mod p and one of Im against i_p 2^e mod p: each sum
 // is below 12 * 128 * 120 in magnitude (p <= 241), so S_re +- S_im stays below 2^19.
 template <int WORDS>
 __device__ __forceinline__ void turned_residues(const Digits (&digits)[2], const ResidueModulus &c, unsigned &plus,
@@ -172,10 +176,11 @@ __device__ __forceinline__ void turned_residues(const Digits (&digits)[2], const
     minus = magic_reduce(re - im, c);
 }
 
-// The symmetric residue of r_re + r_im from two magic_residue results (low byte as int8). With
-// r in [-(p-1)/2, (p-1)/2] (odd p) or [-128, 128] (p = 256), v = r_re + r_im + floor(p/2) + p
-// lies in [0, 3p); two unsigned steps v = min(v, v - p) (v - p wraps above v when v < p) bring
-// it into [0, p), and v - floor(p/2) is the residue in [-floor(p/2), floor((p-1)/2)].
+// The symmetric residue of r_re + r_im from two magic_residue results r + magic_offset(p) (low
+// byte as int8). With r in [-(p-1)/2, (p-1)/2] (odd p) or [-128, 128] (p = 256),
+// v = r_re + r_im + floor(p/2) + p lies in [0, 3p); two unsigned steps v = min(v, v - p) (v - p
+// wraps above v when v < p) bring it into [0, p), and v - floor(p/2) is the residue in
+// [-floor(p/2), floor((p-1)/2)].
 __device__ __forceinline__ unsigned sum_residue(unsigned re, unsigned im, const ResidueModulus &c)
 {
     unsigned v = re + im + c.sum_shift;

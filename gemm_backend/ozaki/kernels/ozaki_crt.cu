@@ -308,61 +308,151 @@ __device__ __forceinline__ void fill_amplitude_offsets(long long *offsets, int k
     }
 }
 
-// Row scales and residues of the columns first_column .. first_column + rows - 1 of the state x,
-// one warp per column: scales[row] as crt_row_scales (bits; 0, and *nonfinite = 1, for a column
-// holding NaN or Inf), then that row's residues as crt_residues of a complex row of width k
-// (parts 2 or 3), at out + row * out_stride. targets: in gate order; ascending: the same sorted.
-extern "C" __global__ void crt_gate_residues(const double2 *__restrict__ x, long long first_column, long long rows,
-                                             int k, unsigned long long targets, unsigned long long ascending,
-                                             int n_targets, int padded, int parts, int bits,
-                                             int *__restrict__ scales, int *__restrict__ nonfinite, int n_moduli,
-                                             const double *__restrict__ moduli, const double *__restrict__ root_table,
-                                             signed char *__restrict__ out, long long out_stride)
+// crt_gate_residues gives each column a group of gate_column_threads(padded) threads of a block of
+// GATE_RESIDUE_THREADS, four adjacent amplitudes per thread, held in registers from the load through
+// the scale to the residues: each amplitude is read once (one warp per column read its column three
+// times, and the second and third reads missed the L2 at N = 30: BENCHMARKS.md round 18), and each
+// thread writes its four residues of a block as one 32-bit word.
+#define GATE_RESIDUE_THREADS 256
+#define GATE_RESIDUE_BLOCKS_PER_SM 4
+
+// Threads per column: the fewest of 32, 64, 128, 256 that hold padded / 4 quads (padded <= MAX_GATE_K).
+__device__ __forceinline__ int gate_column_threads(int padded)
+{
+    int threads = 32;
+    while (4 * threads < padded) threads *= 2;
+    return threads;
+}
+
+// The sum (add) or maximum of `value` over the `threads` threads of this thread's column group (whole
+// warps), on each of them, through slots[one per warp]. Every thread of the block calls it: it is a
+// barrier. Exact in any order for the kernels' values (maxima; sums of integers below 2^53).
+__device__ __forceinline__ double group_reduce(double value, bool add, double *slots, int threads)
+{
+    for (int offset = 16; offset; offset >>= 1) {
+        const double other = __shfl_xor_sync(FULL_MASK, value, offset);
+        value = add ? value + other : fmax(value, other);
+    }
+    if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = value;
+    __syncthreads();
+    const int first = (threadIdx.x / threads) * (threads / 32);
+    value = slots[first];
+    for (int w = 1; w < threads / 32; ++w) value = add ? value + slots[first + w] : fmax(value, slots[first + w]);
+    return value;
+}
+
+// The low bytes of four values as one little-endian word.
+__device__ __forceinline__ unsigned low_bytes(const unsigned (&v)[4])
+{
+    return __byte_perm(__byte_perm(v[0], v[1], 0x0040), __byte_perm(v[2], v[3], 0x0040), 0x5410);
+}
+
+// write_residues for four adjacent complex elements (digits[j]: element j's Re and Im), as one word
+// per modulus and part at slot + (l * PARTS + g) * padded (4-byte aligned).
+template <int WORDS, int PARTS>
+__device__ __forceinline__ void write_quad_residues(const Digits (&digits)[4][2], const ResidueModulus *table,
+                                                    int n_moduli, signed char *slot, int padded)
+{
+    for (int l = 0; l < n_moduli; ++l, slot += PARTS * padded) {
+        const ResidueModulus c = table[l];
+        unsigned first[4], second[4], third[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (PARTS == 2) {
+                turned_residues<WORDS>(digits[j], c, first[j], second[j]);
+            } else {
+                first[j] = magic_residue<WORDS>(digits[j][0], c);
+                second[j] = magic_residue<WORDS>(digits[j][1], c);
+                third[j] = sum_residue(first[j], second[j], c);
+            }
+        }
+        *(unsigned *)slot = low_bytes(first);
+        *(unsigned *)(slot + padded) = low_bytes(second);
+        if (PARTS == 3) *(unsigned *)(slot + 2 * padded) = low_bytes(third);
+    }
+}
+
+// The residues of four adjacent complex elements v of a row scaled by `scale` (parts 2 or 3), at slot
+// (write_quad_residues).
+__device__ __forceinline__ void quad_residues(const double2 (&v)[4], const RowScale &scale, int parts,
+                                              const ResidueModulus *table, int n_moduli, signed char *slot,
+                                              int padded)
+{
+    Digits digits[4][2];
+    bool wide = false;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        digits[j][0] = scaled_digits(v[j].x, scale);
+        digits[j][1] = scaled_digits(v[j].y, scale);
+        wide |= digits[j][0].wide || digits[j][1].wide;
+    }
+    if (parts == 2) {
+        if (wide) write_quad_residues<3, 2>(digits, table, n_moduli, slot, padded);
+        else write_quad_residues<2, 2>(digits, table, n_moduli, slot, padded);
+    } else {
+        if (wide) write_quad_residues<3, 3>(digits, table, n_moduli, slot, padded);
+        else write_quad_residues<2, 3>(digits, table, n_moduli, slot, padded);
+    }
+}
+
+// Row scales and residues of the columns first_column .. first_column + rows - 1 of the state x:
+// scales[row] as crt_row_scales (bits; 0, and *nonfinite = 1, for a column holding NaN or Inf), then
+// that row's residues as crt_residues of a complex row of width k (parts 2 or 3), at
+// out + row * out_stride (4-byte aligned; out_stride and padded multiples of 4). targets: in gate
+// order; ascending: the same sorted. Launch GATE_RESIDUE_THREADS threads a block, at most
+// GATE_RESIDUE_BLOCKS_PER_SM blocks per multiprocessor. The blocks take the columns in turn, so
+// that neighbouring columns, which share DRAM sectors where bit 0 is no target, are read at the same
+// time by the blocks resident at once (with a range of columns per block, the top and middle targets
+// moved twice the DRAM bytes: each block came back to a sector after the L2 had dropped it,
+// BENCHMARKS.md round 18).
+extern "C" __global__ void __launch_bounds__(GATE_RESIDUE_THREADS, GATE_RESIDUE_BLOCKS_PER_SM)
+    crt_gate_residues(const double2 *__restrict__ x, long long first_column, long long rows, int k,
+                      unsigned long long targets, unsigned long long ascending, int n_targets, int padded, int parts,
+                      int bits, int *__restrict__ scales, int *__restrict__ nonfinite, int n_moduli,
+                      const double *__restrict__ moduli, const double *__restrict__ root_table,
+                      signed char *__restrict__ out, long long out_stride)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
     __shared__ long long offsets[MAX_GATE_K];
+    __shared__ double largest_slots[GATE_RESIDUE_THREADS / 32], square_slots[GATE_RESIDUE_THREADS / 32];
     fill_amplitude_offsets(offsets, k, targets, n_targets);
     load_residue_moduli(table, moduli, root_table, n_moduli);  // synchronises the block
-    const int lane = threadIdx.x & 31;
-    for (long long row = global_warp(); row < rows; row += warp_count()) {
-        const double2 *column = x + column_offset(first_column + row, ascending, n_targets);
-        double largest = 0.0;
-        int lane_bad = 0;
-        for (int h = lane; h < k; h += 32) {
-            const double2 v = column[offsets[h]];
-            const double re = fabs(v.x), im = fabs(v.y);
-            lane_bad |= !isfinite(re) | !isfinite(im);
-            largest = fmax(largest, fmax(re, im));
+    const int threads = gate_column_threads(padded), groups = GATE_RESIDUE_THREADS / threads;
+    const int group = threadIdx.x / threads, quad = threadIdx.x % threads;  // amplitudes 4 quad .. 4 quad + 3
+    const long long stride = (long long)gridDim.x * groups;
+    for (long long first = (long long)blockIdx.x * groups; first < rows; first += stride) {  // block-uniform trips
+        const long long row = first + group;
+        const bool active = row < rows;
+        const double2 *column = x + column_offset(first_column + (active ? row : first), ascending, n_targets);
+        double2 v[4];
+        double largest = 0.0;  // Inf where an amplitude is NaN or Inf
+        const double infinity = __longlong_as_double(0x7ff0000000000000LL);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int a = 4 * quad + j;
+            v[j] = active && a < k ? column[offsets[a]] : make_double2(0.0, 0.0);
+            const double re = fabs(v[j].x), im = fabs(v[j].y);
+            largest = fmax(largest, isfinite(re) && isfinite(im) ? fmax(re, im) : infinity);
         }
-        for (int offset = 16; offset; offset >>= 1) largest = fmax(largest, __shfl_xor_sync(FULL_MASK, largest, offset));
-        const int bad = __any_sync(FULL_MASK, lane_bad);
-        int scale = 0;
-        if (!bad) {
-            int e;
-            frexp(largest, &e);
-            double squares = 0.0;  // integers below 2^51: exact in any order
-            for (int h = lane; h < k; h += 32) {
-                const double2 v = column[offsets[h]];
-                const double q_re = scale_ceiling(fabs(v.x), e), q_im = scale_ceiling(fabs(v.y), e);
-                squares += q_re * q_re + q_im * q_im;
-            }
-            for (int offset = 16; offset; offset >>= 1) squares += __shfl_xor_sync(FULL_MASK, squares, offset);
-            scale = row_scale_of(e, squares, bits);
+        largest = group_reduce(largest, false, largest_slots, threads);
+        const bool bad = !isfinite(largest);
+        int e;
+        frexp(largest, &e);
+        double squares = 0.0;  // integers below 2^51: exact in any order
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const double q_re = scale_ceiling(fabs(v[j].x), e), q_im = scale_ceiling(fabs(v[j].y), e);
+            squares += q_re * q_re + q_im * q_im;
         }
-        if (lane == 0) {
+        squares = group_reduce(squares, true, square_slots, threads);
+        const int scale = bad ? 0 : row_scale_of(e, squares, bits);
+        if (!active) continue;
+        if (quad == 0) {
             scales[row] = scale;
             if (bad) *nonfinite = 1;
         }
-        const RowScale row_scale(scale);
-        signed char *o = out + row * out_stride;
-        auto amplitude = [&](int h) { return h < k ? column[offsets[h]] : make_double2(0.0, 0.0); };
-        double2 next = amplitude(lane), after = amplitude(lane + 32);  // read ahead, as in crt_residues
-        for (int h = lane; h < padded; h += 32) {
-            const double2 v = next;
-            next = after;
-            after = amplitude(h + 64);
-            element_residues(v.x, v.y, true, row_scale, parts, table, n_moduli, o + h, padded);
-        }
+        if (4 * quad < padded)
+            quad_residues(v, RowScale(scale), parts, table, n_moduli, out + row * out_stride + 4 * quad, padded);
     }
 }
 
