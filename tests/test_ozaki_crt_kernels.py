@@ -285,7 +285,8 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
     """OzakiCrtBackend.apply_at's GPU path with the host kernels, in place on the flat state:
     the gate's residues as rows of B = u^T, then per chunk of `chunk` columns crt_gate_residues
     on the state, the INT8 products (float64 GEMMs here; reduced: as int8 residues),
-    crt_gate_reconstruct (crt_gate_reconstruct_residues) into the state."""
+    crt_gate_reconstruct (crt_gate_reconstruct_residues) into the state; the products made as
+    (blocks, k, columns) where bit 0 is no target, as on the GPU."""
     k = u.shape[0]
     layout = CrtLayout(backend.plan, k, True)
     tables = plan_tables(layout.plan)
@@ -306,16 +307,18 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
             _pointer(nonfinite), ctypes.c_int(layout.plan.count), _pointer(tables["p"]), _pointer(tables["root"]),
             _pointer(residues), ctypes.c_longlong(width))
         residues = residues.astype(np.float64)
-        products = np.ascontiguousarray(np.stack(
-            [residues[:, j * pad:(j + 1) * pad] @ gate_residues[:, j * pad:(j + 1) * pad].T
-             for j in range(layout.blocks)]).astype(np.int32))
+        columns_fastest = 0 not in targets
+        products = np.stack([residues[:, j * pad:(j + 1) * pad] @ gate_residues[:, j * pad:(j + 1) * pad].T
+                             for j in range(layout.blocks)]).astype(np.int32)
+        products = np.ascontiguousarray(products.transpose(0, 2, 1) if columns_fastest else products)
         if reduced:
             products = symmetric_residues(products, layout.plan, layout.parts)
         kernels.host_gate_reconstruct(
             _pointer(products), ctypes.c_int(reduced), ctypes.c_longlong(count), ctypes.c_int(k), ctypes.c_int(layout.parts),
             ctypes.c_int(layout.plan.count), *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
             ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
-            _pointer(scales), _pointer(gate_scales), _pointer(state), ctypes.c_longlong(first), *packed)
+            _pointer(scales), _pointer(gate_scales), _pointer(state), ctypes.c_longlong(first), *packed,
+            ctypes.c_int(columns_fastest))
     return nonfinite[0] == 0
 
 

@@ -509,7 +509,7 @@ class _GpuTiles:
         return self.residues(rows, scales, self._residue_scratch[:rows.shape[0] * width].reshape(-1, width))
 
     def multiply(self, a_residues, a_scales, b_tile: _BTile, out) -> None:
-        products = self._products(a_residues, b_tile)
+        products = self._products(a_residues, b_tile.residues)
         _gpu_reconstruct(self.layout, products, a_scales, b_tile.scales, out, self.tables)
 
     def column_residues(self, columns: "_StateColumns", first: int, count: int, bits: int, nonfinite) -> tuple:
@@ -529,33 +529,38 @@ class _GpuTiles:
 
     def multiply_into_columns(self, a_residues, a_scales, b_tile: _BTile, columns: "_StateColumns",
                               first: int) -> None:
-        """multiply, its results written to the state columns first .. (crt_gate_reconstruct)."""
+        """multiply, its results written to the state columns first .. (crt_gate_reconstruct).
+        Where bit 0 is no target, neighbouring columns lie side by side: the products are made as
+        (blocks, k, columns), so that the kernel's consecutive threads take consecutive columns."""
         cp = cupy_module()
         layout, tables = self.layout, self.tables
-        products = self._products(a_residues, b_tile)
+        columns_fastest = 0 not in columns.targets
+        operands = (b_tile.residues, a_residues) if columns_fastest else (a_residues, b_tile.residues)
+        products = self._products(*operands)
         rows = a_scales.size
         launch_per_element(_module().get_function(_reconstruct_kernel("crt_gate_reconstruct", products)),
                            rows * layout.k, (
             products, cp.int64(rows), cp.int32(layout.k), cp.int32(layout.parts), cp.int32(layout.plan.count),
             tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
             tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state, cp.int64(first),
-            *columns.arguments()))
+            *columns.arguments(), cp.int32(columns_fastest)))
 
-    def _products(self, a_residues, b_tile: _BTile):
-        """(blocks, rows, cols) in the scratch: every INT8 product of the tile, as int8 residues
-        modulo the block's p where the GPU reduces them on the chip (crt_products.reduced_products),
-        else int32 (gemm_tn_blocks)."""
+    def _products(self, row_residues, col_residues):
+        """(blocks, rows, cols) in the scratch, rows and cols those of the two operands' residues
+        (rows, blocks * padded): every INT8 product of the tile, as int8 residues modulo the
+        block's p where the GPU reduces them on the chip (crt_products.reduced_products), else
+        int32 (gemm_tn_blocks)."""
         cp = cupy_module()
         layout = self.layout
-        shape = (layout.blocks, a_residues.shape[0], b_tile.residues.shape[0])
+        shape = (layout.blocks, row_residues.shape[0], col_residues.shape[0])
         size = shape[0] * shape[1] * shape[2]
         if reduces_on_chip(shape[2], layout.padded):
             products = self._product_scratch.view(cp.int8)[:size].reshape(shape)
-            reduced_products(a_residues, b_tile.residues, layout.padded, layout.blocks, layout.parts,
+            reduced_products(row_residues, col_residues, layout.padded, layout.blocks, layout.parts,
                              self.tables["p"], products)
         else:
             products = self._product_scratch[:size].reshape(shape)
-            gemm_tn_blocks(a_residues, b_tile.residues, layout.padded, layout.blocks, out=products)
+            gemm_tn_blocks(row_residues, col_residues, layout.padded, layout.blocks, out=products)
         return products
 
 

@@ -45,13 +45,13 @@ def main():
     for name, targets in sets.items():
         columns = crt_backend._StateColumns(state.copy(), targets)
         a_residues, a_scales = tiles.column_residues(columns, 0, args.chunk, backend.plan.a_bits, flag)
-        products = tiles._products(a_residues, gate)
+        products = tiles._products(a_residues, gate.residues)
         row = {"targets": name}
         row["rows"] = median_time(lambda: tiles.a_residues(rows_in, crt_backend._gpu_row_scales(rows_in, backend.plan.a_bits, flag)[0]),
                                   True, args.repeats) * 1e3
         row["layout"] = median_time(lambda: tiles.column_residues(columns, 0, args.chunk, backend.plan.a_bits, flag),
                                     True, args.repeats) * 1e3
-        row["gemm"] = median_time(lambda: tiles._products(a_residues, gate), True, args.repeats) * 1e3
+        row["gemm"] = median_time(lambda: tiles._products(a_residues, gate.residues), True, args.repeats) * 1e3
         row["rebuild_rows"] = median_time(lambda: crt_backend._gpu_reconstruct(layout, products, a_scales, gate.scales, rows_out,
                                                                                tiles.tables), True, args.repeats) * 1e3
         row["rebuild_layout"] = median_time(lambda: tiles.multiply_into_columns(a_residues, a_scales, gate, columns, 0),

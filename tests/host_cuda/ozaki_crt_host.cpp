@@ -85,22 +85,23 @@ void host_gate_residues(const double *x, long long first_column, long long rows,
     });
 }
 
-// products as host_reconstruct's.
+// products as host_reconstruct's, (blocks, count, k) or, columns_fastest, (blocks, k, count).
 void host_gate_reconstruct(const void *products, int reduced, long long rows, int k, int parts, int n_moduli,
                            const double *moduli, const double *inverses, const double *im_inverses, int n_limbs,
                            const double *partial_limbs, const double *product_limbs, const int *row_scales,
                            const int *col_scales, double *out, long long first_column, unsigned long long targets,
-                           unsigned long long ascending, int n_targets)
+                           unsigned long long ascending, int n_targets, int columns_fastest)
 {
     launch_one_warp([&] {
         if (reduced)
             crt_gate_reconstruct_residues((const signed char *)products, rows, k, parts, n_moduli, moduli, inverses,
                                           im_inverses, n_limbs, partial_limbs, product_limbs, row_scales,
-                                          col_scales, (double2 *)out, first_column, targets, ascending, n_targets);
+                                          col_scales, (double2 *)out, first_column, targets, ascending, n_targets,
+                                          columns_fastest);
         else
             crt_gate_reconstruct((const int *)products, rows, k, parts, n_moduli, moduli, inverses, im_inverses,
                                  n_limbs, partial_limbs, product_limbs, row_scales, col_scales, (double2 *)out,
-                                 first_column, targets, ascending, n_targets);
+                                 first_column, targets, ascending, n_targets, columns_fastest);
     });
 }
 }

@@ -471,11 +471,14 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
     }
 }
 
-// crt_reconstruct of a chunk's products (n_moduli * parts, rows, k), int32 (crt_gate_reconstruct) or
-// int8 residues (crt_gate_reconstruct_residues) (parts 2 or 3), output
-// (i, c) written to amplitude c of column first_column + i of the state out, addressed as
-// crt_gate_residues reads them (out may be the state those residues came from). One thread per
-// output, as crt_reconstruct (one warp per column measured 1.6x slower on the H100).
+// crt_reconstruct of a chunk's products, int32 (crt_gate_reconstruct) or int8 residues
+// (crt_gate_reconstruct_residues) (parts 2 or 3), output (i, c) written to amplitude c of column
+// first_column + i of the state out, addressed as crt_gate_residues reads them (out may be the
+// state those residues came from). The products are (n_moduli * parts, rows, k), or
+// (n_moduli * parts, k, rows) where columns_fastest: then consecutive threads take consecutive
+// columns, whose amplitudes lie side by side where bit 0 is no target, so that their loads and
+// stores are whole sectors. One thread per output, as crt_reconstruct (one warp per column measured
+// 1.6x slower on the H100).
 template <class Product>
 __device__ __forceinline__ void reconstruct_gate_products(const Product *__restrict__ products, long long rows, int k,
                                                           int parts, int n_moduli, const double *__restrict__ moduli,
@@ -486,7 +489,8 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
                                                           const int *__restrict__ row_scales,
                                                           const int *__restrict__ col_scales, double2 *out,
                                                           long long first_column, unsigned long long targets,
-                                                          unsigned long long ascending, int n_targets)
+                                                          unsigned long long ascending, int n_targets,
+                                                          int columns_fastest)
 {
     __shared__ long long offsets[MAX_GATE_K];
     fill_amplitude_offsets(offsets, k, targets, n_targets);
@@ -495,11 +499,13 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
     const long long count = rows * k;
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
-        for (TilePosition at(k); at.index < count; at.next()) {
+        for (TilePosition at(columns_fastest ? (int)rows : k); at.index < count; at.next()) {
+            const long long column = columns_fastest ? at.col : at.row;
+            const int amplitude = columns_fastest ? (int)at.row : at.col;
             double re, im;
             reconstructed<LIMBS>(products, count, at.index, parts, n_moduli, tables,
-                                 -(row_scales[at.row] + col_scales[at.col]), re, im);
-            out[column_offset(first_column + at.row, ascending, n_targets) + offsets[at.col]] = make_double2(re, im);
+                                 -(row_scales[column] + col_scales[amplitude]), re, im);
+            out[column_offset(first_column + column, ascending, n_targets) + offsets[amplitude]] = make_double2(re, im);
         }
     });
 }
@@ -511,11 +517,11 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
              const double *__restrict__ im_inverses, int n_limbs, const double *__restrict__ partial_limbs,          \
              const double *__restrict__ product_limbs, const int *__restrict__ row_scales,                           \
              const int *__restrict__ col_scales, double2 *out, long long first_column, unsigned long long targets,   \
-             unsigned long long ascending, int n_targets)                                                            \
+             unsigned long long ascending, int n_targets, int columns_fastest)                                       \
     {                                                                                                                  \
         reconstruct_gate_products(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,        \
                                   partial_limbs, product_limbs, row_scales, col_scales, out, first_column, targets,  \
-                                  ascending, n_targets);                                                             \
+                                  ascending, n_targets, columns_fastest);                                            \
     }
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int)
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char)
