@@ -476,9 +476,9 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
 // first_column + i of the state out, addressed as crt_gate_residues reads them (out may be the
 // state those residues came from). The products are (n_moduli * parts, rows, k), or
 // (n_moduli * parts, k, rows) where columns_fastest: then consecutive threads take consecutive
-// columns, whose amplitudes lie side by side where bit 0 is no target, so that their loads and
-// stores are whole sectors. One thread per output, as crt_reconstruct (one warp per column measured
-// 1.6x slower on the H100).
+// columns, whose amplitudes lie side by side where bit 0 is no target, so that their stores fill
+// whole sectors, and their loads stay adjacent bytes. One thread per output, as crt_reconstruct (one
+// warp per column measured 1.6x slower on the H100).
 template <class Product>
 __device__ __forceinline__ void reconstruct_gate_products(const Product *__restrict__ products, long long rows, int k,
                                                           int parts, int n_moduli, const double *__restrict__ moduli,
