@@ -23,12 +23,17 @@ def contiguous_targets(k: int, n_right: int) -> tuple:
     return tuple(range(low, low + k.bit_length() - 1))
 
 
+def has_view_layout(x) -> bool:
+    """Whether the (L, K, R) view x is C-contiguous with K and R powers of two (view_layout takes it)."""
+    _, k, n_right = x.shape
+    return not (k & (k - 1) or n_right & (n_right - 1)) and x.flags.c_contiguous
+
+
 def view_layout(x) -> tuple:
     """(flat x, targets) for a C-contiguous (L, K, R) cupy or numpy view with K and R powers of two."""
-    n_left, k, n_right = x.shape
-    if k & (k - 1) or n_right & (n_right - 1) or not x.flags.c_contiguous:
+    if not has_view_layout(x):
         raise BackendError("the gate kernels need C-contiguous (L, K, R) views with K and R each a power of two")
-    return x.reshape(-1), contiguous_targets(k, n_right)
+    return x.reshape(-1), contiguous_targets(*x.shape[1:])
 
 
 def check_layout(state, k: int, targets) -> tuple:

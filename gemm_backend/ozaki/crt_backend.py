@@ -34,7 +34,8 @@ from ..errors import BackendError
 from ..kernel_launch import (include_options, kernel_path, launch_per_column_group, launch_per_element, launch_per_row,
                              per_row_int32, row_stride)
 from ..registry import moduli_counts
-from ..target_layout import MAX_KERNEL_TARGETS, check_layout, pack_targets, view_layout
+from ..target_layout import (MAX_KERNEL_TARGETS, check_layout, contiguous_targets, has_view_layout, pack_targets,
+                             view_layout)
 from ..transpose import transpose_into
 from ..workspace import even_step
 
@@ -280,7 +281,7 @@ class OzakiCrtBackend(GemmBackend):
         if is_gpu_array(a_rows) and _rows_are_gate_columns(a_rows):
             # each amplitude read once (crt_gate_residues) where the row kernels read a row three
             # times: the same bits, as the rows are the columns of a gate on the bits 0 .. d-1
-            columns = _StateColumns(a_rows, tuple(range((a_rows.shape[1] // 2).bit_length() - 1)))
+            columns = _StateColumns(a_rows, contiguous_targets(a_rows.shape[1] // 2, 1))
             a_residues, a_scales = tiles.column_residues(columns, 0, a_rows.shape[0], self.plan.a_bits, nonfinite)
             tiles.multiply(a_residues, a_scales, gate, out_rows)
             return
@@ -417,10 +418,8 @@ def _view_chunks(n_left: int, n_right: int, most: int):
 
 
 def _in_place_view(x, out) -> bool:
-    """Whether out is x, a C-contiguous (L, K, R) view with K and R powers of two (view_layout)."""
-    k, n_right = x.shape[1:]
-    return (out.data.ptr == x.data.ptr and out.strides == x.strides and x.flags.c_contiguous
-            and (k & (k - 1)) == 0 and (n_right & (n_right - 1)) == 0)
+    """Whether out is x, an (L, K, R) view that view_layout takes."""
+    return out.data.ptr == x.data.ptr and out.strides == x.strides and has_view_layout(x)
 
 
 def _rows_are_gate_columns(a_rows) -> bool:
