@@ -287,29 +287,30 @@ def test_fused_auto_matches_cpu_and_reports_the_same_plan(rng):
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("target_error, scheme, kernel", [(1e-6, "ozaki1", "fused"), (None, "ozaki2", "ozaki2")])
-def test_auto_at_512_runs_the_cheaper_scheme_with_the_cpus_bits(target_error, scheme, kernel, rng):
-    """At K = 512 int8-auto takes the wide kernel for a plan the cost model finds cheaper than
-    Ozaki-II (--target-error 1e-6) and Ozaki-II for the FP64 contract's plan, on both devices."""
+@pytest.mark.parametrize("options, scheme, kernel", [({"target_error": 1e-6, "large_gates": "ozaki1"}, "ozaki1", "fused"),
+                                                     ({"target_error": 1e-6}, "ozaki2", "ozaki2"), ({}, "ozaki2", "ozaki2")])
+def test_auto_at_512_runs_the_chosen_scheme_with_the_cpus_bits(options, scheme, kernel, rng):
+    """At K = 512 int8-auto takes the wide kernel under large_gates="ozaki1", and Ozaki-II where
+    the cost model chooses (--target-error 1e-6 and the FP64 contract), on both devices."""
     u = haar_unitary(512, rng)
     x = _state(rng, (3, 512, 16), special=True)  # R a power of two: the fused kernels' views
-    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto", target_error=target_error), u, x)
+    expected, got, cpu_info, gpu_info = _cpu_and_gpu(gemm_backend.get("int8-auto", **options), u, x)
     assert cpu_info["scheme"] == gpu_info["scheme"] == scheme and gpu_info["kernel"] == kernel
     assert same_bits(got, expected)
 
 
 @pytest.mark.gpu
 @requires_gpu
-def test_auto_at_512_takes_scattered_targets_on_either_scheme(rng):
-    """apply_scattered at K = 512 under large_gates="auto", in place: the wide kernel where the
-    gate's choice is Ozaki-I, Ozaki-II's kernels where it is Ozaki-II; the bits of the CPU path
-    on the transposed copy's columns either way."""
+def test_at_512_scattered_targets_run_in_place_on_either_scheme(rng):
+    """apply_scattered at K = 512, in place: the wide kernel under large_gates="ozaki1", Ozaki-II's
+    kernels where large_gates="auto" chooses Ozaki-II; the bits of the CPU path on the transposed
+    copy's columns either way."""
     import cupy as cp
 
     targets = (13, 0, 5, 1, 9, 2, 11, 3, 7)
     u = haar_unitary(512, rng)
     state = crandn(rng, 1 << 14) * 2.0 ** rng.integers(-20, 20, size=1 << 14)
-    loose = gemm_backend.get("int8-auto", target_error=1e-6)
+    loose = gemm_backend.get("int8-auto", target_error=1e-6, large_gates="ozaki1")
     plan, _ = loose.gate_plan(u)
     expected = state.copy()
     _cpu_scattered(u, expected, targets, plan)
