@@ -129,9 +129,11 @@ def per_row_int32(function, x, bits: int, nonfinite=None):
     return values, nonfinite[0] == 0
 
 
-def launch_per_element(function, count: int, args: tuple) -> None:
-    """function(args) with one thread per element over `count` elements (grid-stride)."""
-    _launch(function, -(-count // THREADS), ELEMENT_BLOCKS_PER_SM, args, 0)
+def launch_per_element(function, count: int, args: tuple, blocks_per_sm: int = ELEMENT_BLOCKS_PER_SM,
+                       shared_mem: int = 0) -> None:
+    """function(args) with one thread per element over `count` elements (grid-stride), at most
+    blocks_per_sm blocks per multiprocessor, each with shared_mem bytes of dynamic shared memory."""
+    _launch(function, -(-count // THREADS), blocks_per_sm, args, shared_mem)
 
 
 def launch_per_column_group(function, columns: int, blocks_per_sm: int, args: tuple) -> None:

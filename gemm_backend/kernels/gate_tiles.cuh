@@ -12,6 +12,7 @@
 // lowest non-target bit (the column's lowest bit, lane bit g or the thread index walks it), so
 // every 32-byte sector a load instruction touches is used whole.
 #pragma once
+#include "async_copy.cuh"
 
 // Where the K amplitudes of column c sit in the flat state. Gate index bit i is state-index bit
 // target[i], packed six bits each (least significant first) in one 64-bit kernel argument, in any
@@ -95,34 +96,6 @@ template <int K, int COLUMNS> struct AddressTables {
     }
 };
 
-// 16 bytes from global to shared memory behind the thread's back (zeros where !valid), landed by
-// copy_async_wait_all. Compiled for the host (tests/host_cuda), the copy is made at once.
-__device__ __forceinline__ void copy_async_16(void *shared, const void *global, bool valid)
-{
-#ifdef __CUDA_ARCH__
-    const unsigned address = (unsigned)__cvta_generic_to_shared(shared);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(global), "r"(valid ? 16 : 0)
-                 : "memory");
-#else
-    const unsigned long long *from = (const unsigned long long *)global;
-    unsigned long long *to = (unsigned long long *)shared;
-    to[0] = valid ? from[0] : 0;
-    to[1] = valid ? from[1] : 0;
-#endif
-}
-__device__ __forceinline__ void copy_async_commit()
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void copy_async_wait_all()
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
 // Calls body(tile, tile_base, v) for every tile of this warp: tile_base = column(tile * 8 NT)
 // (the tile's column j lies tables.column[j] after it), v[nt][j] = amplitude 4 j + t of column
 // tile * 8 NT + column_in_tile(nt) (zeros past the end or past K). stage: this warp's
@@ -167,7 +140,7 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
     }
     for (; tile < n_tiles; tile += tile_step) {
         if (PREFETCH) {
-            copy_async_wait_all();
+            copy_async_wait<0>();
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -181,5 +154,5 @@ __device__ __forceinline__ void for_each_tile(const double2 *x, long long n_colu
             body(tile, fetch(tile, v, false), v);
         }
     }
-    if (PREFETCH) copy_async_wait_all();
+    if (PREFETCH) copy_async_wait<0>();
 }

@@ -31,8 +31,8 @@ from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_sca
 from .crt_products import reduced_products, reduces_on_chip
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
-from ..kernel_launch import (include_options, kernel_path, launch_per_column_group, launch_per_element, launch_per_row,
-                             per_row_int32, row_stride)
+from ..kernel_launch import (SHARED_PER_SM, SHARED_RESERVED, THREADS, include_options, kernel_path,
+                             launch_per_column_group, launch_per_element, launch_per_row, per_row_int32, row_stride)
 from ..registry import moduli_counts
 from ..target_layout import (MAX_KERNEL_TARGETS, check_layout, contiguous_targets, has_view_layout, pack_targets,
                              view_layout)
@@ -48,6 +48,9 @@ _CPU_INPUT_TEMPORARIES = 10
 _CPU_OUTPUT_TEMPORARIES = 24
 _SOURCE = kernel_path("ozaki_crt.cu")
 GATE_RESIDUE_BLOCKS_PER_SM = 4  # crt_gate_residues' __launch_bounds__ (ozaki_crt.cu)
+QUAD_RECONSTRUCT_BLOCKS_PER_SM = 2  # crt_gate_reconstruct_residues_quads' __launch_bounds__ (ozaki_crt.cu)
+QUAD_STAGES = 2  # its products staged in shared memory: the next four outputs' while it reconstructs these
+QUAD_STATIC_SHARED_BYTES = 11 * 1024  # its amplitude offsets and reconstruction tables
 
 
 @dataclass(frozen=True)
@@ -278,12 +281,14 @@ class OzakiCrtBackend(GemmBackend):
         with the gate, `tile_rows` rows at a time (on the GPU one tile: tile_rows >= n; out_rows may
         be a_rows: a tile's residues are made before its results are written). NaN or Inf in
         a_rows: BackendError on the CPU, nonfinite set on the GPU."""
-        if is_gpu_array(a_rows) and _rows_are_gate_columns(a_rows):
-            # each amplitude read once (crt_gate_residues) where the row kernels read a row three
-            # times: the same bits, as the rows are the columns of a gate on the bits 0 .. d-1
-            columns = _StateColumns(a_rows, contiguous_targets(a_rows.shape[1] // 2, 1))
+        if is_gpu_array(a_rows) and _rows_are_gate_columns(a_rows) and _rows_are_gate_columns(out_rows):
+            # the rows are the columns of a gate on the bits 0 .. d-1, so the gate kernels take
+            # them, with the same bits: each amplitude read once (crt_gate_residues) where the row
+            # kernels read a row three times, and four outputs a thread (crt_gate_reconstruct)
+            targets = contiguous_targets(a_rows.shape[1] // 2, 1)
+            columns = _StateColumns(a_rows, targets)
             a_residues, a_scales = tiles.column_residues(columns, 0, a_rows.shape[0], self.plan.a_bits, nonfinite)
-            tiles.multiply(a_residues, a_scales, gate, out_rows)
+            tiles.multiply_into_columns(a_residues, a_scales, gate, _StateColumns(out_rows, targets), 0)
             return
         if is_gpu_array(a_rows):
             a_scales = _gpu_row_scales(a_rows, self.plan.a_bits, nonfinite)[0]
@@ -537,12 +542,19 @@ class _GpuTiles:
         operands = (b_tile.residues, a_residues) if columns_fastest else (a_residues, b_tile.residues)
         products = self._products(*operands)
         rows = a_scales.size
-        launch_per_element(_module().get_function(_reconstruct_kernel("crt_gate_reconstruct", products)),
-                           rows * layout.k, (
-            products, cp.int64(rows), cp.int32(layout.k), cp.int32(layout.parts), cp.int32(layout.plan.count),
-            tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
-            tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state, cp.int64(first),
-            *columns.arguments(), cp.int32(columns_fastest)))
+        name = _reconstruct_kernel("crt_gate_reconstruct", products)
+        args = (products, cp.int64(rows), cp.int32(layout.k), cp.int32(layout.parts), cp.int32(layout.plan.count),
+                tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
+                tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state,
+                cp.int64(first), *columns.arguments(), cp.int32(columns_fastest))
+        if reconstructs_in_quads(rows, layout.k, first, columns_fastest, products.dtype == np.int8):
+            words = layout.plan.count * layout.parts
+            shared_bytes = QUAD_STAGES * words * THREADS * 4
+            kernel = _module().get_function(name + "_quads")
+            kernel.max_dynamic_shared_size_bytes = shared_bytes
+            launch_per_element(kernel, rows * layout.k // 4, args, _quad_blocks_per_sm(shared_bytes), shared_bytes)
+        else:
+            launch_per_element(_module().get_function(name), rows * layout.k, args)
 
     def _products(self, row_residues, col_residues):
         """(blocks, rows, cols) in the scratch, rows and cols those of the two operands' residues
@@ -604,6 +616,25 @@ def _gpu_residues(layout: CrtLayout, rows, scales, tables, out=None):
             cp.int32(layout.parts), scales, cp.int32(layout.plan.count), tables["p"], tables["root"], out,
             cp.int64(out.shape[1])))
     return out
+
+
+def reconstructs_in_quads(rows: int, k: int, first: int, columns_fastest: bool, reduced: bool) -> bool:
+    """Whether crt_gate_reconstruct_residues_quads takes a chunk of `rows` columns from column
+    `first` (four outputs a thread, adjacent in the products): the products are int8 residues
+    (reduced), and 4 divides their fastest size (rows where columns_fastest, else k) and, where
+    columns_fastest, first."""
+    if not reduced:
+        return False
+    if columns_fastest:
+        return rows % 4 == 0 and first % 4 == 0
+    return k % 4 == 0
+
+
+def _quad_blocks_per_sm(shared_bytes: int) -> int:
+    """Blocks of the _quads kernel per multiprocessor on a persistent grid: its registers' two, or
+    one where two blocks' shared memory (shared_bytes dynamic) would not fit."""
+    per_block = shared_bytes + QUAD_STATIC_SHARED_BYTES + SHARED_RESERVED
+    return QUAD_RECONSTRUCT_BLOCKS_PER_SM if QUAD_RECONSTRUCT_BLOCKS_PER_SM * per_block <= SHARED_PER_SM else 1
 
 
 def _reconstruct_kernel(name: str, products) -> str:

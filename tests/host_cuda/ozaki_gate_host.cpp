@@ -6,7 +6,7 @@
 // the device: the host runs at most a few warps). A launch runs its blocks one after another,
 // each of `warps` warps of std::threads (host_block.hpp); the tensor-core product is computed
 // from the 32 lanes' fragments (host_mma_s8), the dynamic shared memory is one static buffer, and
-// cp.async copies at once (gate_tiles.cuh).
+// cp.async copies at once (async_copy.cuh).
 // Build: g++ -std=c++20 -shared -fPIC -I<the two kernel folders> -DKERNEL_SOURCE='"ozaki_gate.cu"'
 //        '-DKERNEL=ozaki_gate<...>' <the launch's definitions> ozaki_gate_host.cpp
 #include "host_block.hpp"

@@ -189,6 +189,15 @@ __device__ __forceinline__ unsigned sum_residue(unsigned re, unsigned im, const 
     return v - c.half;
 }
 
+// ldexp(value, scale) for a value of 0 or in [1, 2^64]: where scale lies in [-1022, 959] the result
+// is 0 or a normal double, so the product by the normal double 2^scale is exact and equals ldexp's;
+// elsewhere (subnormal or infinite results, rare) ldexp itself, which rounds as the specification's.
+__device__ __forceinline__ double scaled_by_power_of_two(double value, int scale)
+{
+    if (scale < -1022 || scale > 959) return ldexp(value, scale);
+    return value * __hiloint2double((scale + 1023) << 20, 0);
+}
+
 // crt._carry on one part's limbs (loops unrolled over MAX_LIMBS so the limbs stay in registers).
 __device__ __forceinline__ void carry_limbs(double (&digits)[MAX_LIMBS], int n_limbs)
 {
@@ -230,7 +239,7 @@ __device__ __forceinline__ double round_limbs(double (&digits)[MAX_LIMBS], int n
         sticky |= magnitude[j] & ((1LL << min(max(-offset, 0), LIMB_BITS)) - 1);
     }
     window |= sticky != 0;
-    const double value = ldexp(__ll2double_rn(window), shift + exponent);
+    const double value = scaled_by_power_of_two(__ll2double_rn(window), shift + exponent);  // window < 2^63
     return sign < 0.0 ? -value : value;
 }
 
@@ -264,7 +273,7 @@ template <int LIMBS> __device__ __forceinline__ double round_words(const double 
         value = __ull2double_rn((unsigned long long)high << s | low >> (64 - s) | (low << s != 0));
         scale += 64 - s;
     }
-    value = ldexp(value, scale);
+    value = scaled_by_power_of_two(value, scale);
     return negative ? -value : value;
 }
 
@@ -332,12 +341,10 @@ __device__ __forceinline__ unsigned product_residue(signed char residue, const R
     return (unsigned)(int)residue;
 }
 
-// The double of an int32, exactly, on the FP64 pipe: the bits 0x43300000 : (r + 2^31) are the
-// double 2^52 + 2^31 + r. (Keeps the conversion off the conversion unit, which the rounding uses.)
-__device__ __forceinline__ double exact_double(unsigned r)
-{
-    return __hiloint2double(0x43300000, (int)(r ^ 0x80000000u)) - 4503601774854144.0;  // 2^52 + 2^31
-}
+// The double of an int32 (exact), one conversion instruction. (The FP64 pipe's way, a DADD on the
+// bits 0x43300000 : (r + 2^31) with a LOP and a MOV to set them up, took 4% longer in the gate
+// reconstruction once it staged its products: BENCHMARKS.md round 19.)
+__device__ __forceinline__ double exact_double(unsigned r) { return (double)(int)r; }
 
 // r_re == P+ + P- and r_im == P+ - P- (mod p) from a Gaussian modulus's two products (the halving and
 // the division by i_p are folded into the limbs of the re and im tables: crt.CrtPlan.re_inverse,

@@ -2,6 +2,7 @@
 // The numpy specification is gemm_backend/crt.py; these kernels compute the same exact integers
 // and round them once, so they give the same bits (the arithmetic and its exactness proofs:
 // crt_arith.cuh).
+#include "async_copy.cuh"
 #include "crt_arith.cuh"
 #include "row_warps.cuh"
 
@@ -263,17 +264,81 @@ CRT_RECONSTRUCT_KERNEL(crt_reconstruct_residues, signed char)
 // (crt_reconstruct keeps its own loop and switch: through reconstructed and for_limbs below, whole
 // gates measured 1.5-3% slower on the H100, BENCHMARKS.md round 16.)
 
-// crt.CrtAccumulator for output `index` of a tile of `count` outputs, from its products
-// (n_moduli * parts, count) int32 (parts = 3: P1, P2, P3 of Karatsuba; 2: P+, P- on Gaussian
-// moduli; 1: the real product), modulus by modulus: re (and im when complex) scaled by 2^exponent.
-template <int LIMBS, class Product>
-__device__ __forceinline__ void reconstructed(const Product *__restrict__ products, long long count, long long index,
-                                              int parts, int n_moduli, const ReconstructTables &tables, int exponent,
-                                              double &re, double &im)
+// The products of V adjacent outputs of one modulus and part, in one load: V = 1 from the products
+// themselves (Source = Product), V = 4 from a 32-bit word of four int8 residues, little-endian
+// (Source = unsigned, Product = signed char).
+template <int V, class Product> struct ProductVector {
+    Product v[V];
+};
+template <int V, class Product, class Source>
+__device__ __forceinline__ ProductVector<V, Product> load_products(const Source *p)
 {
-    CrtSums<LIMBS> sums;
-    sums.add_products(products + index, count, parts, n_moduli, tables.table, tables.im_table);
-    sums.finish(tables.product_limbs, tables.inv_product, exponent, parts > 1, re, im);
+    ProductVector<V, Product> products;
+    if constexpr (V == 1) {
+        products.v[0] = p[0];
+    } else {
+        static_assert(V == 4 && sizeof(Product) == 1 && sizeof(Source) == 4, "four int8 residues a word");
+        const unsigned word = *p;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) products.v[j] = (Product)(signed char)(word >> (8 * j));
+    }
+    return products;
+}
+
+// crt.CrtAccumulator for V adjacent complex outputs from their products (parts = 3: P1, P2, P3 of
+// Karatsuba; 2: P+, P- on Gaussian moduli; int32 or int8 residues, Product), load_products' Source
+// values from `at`: part g of modulus l at at[(l * parts + g) * part_stride]. Modulus by modulus:
+// output j scaled by 2^exponents[j]. The V outputs share each modulus's table loads.
+template <int LIMBS, int V, class Product, class Source>
+__device__ __forceinline__ void reconstructed(const Source *at, long long part_stride, int parts, int n_moduli,
+                                              const ReconstructTables &tables, const int (&exponents)[V],
+                                              double2 (&results)[V])
+{
+    CrtSums<LIMBS> sums[V];
+    const long long step = parts * part_stride;
+    constexpr int UNROLL = V == 1 ? 4 : 2;  // moduli in flight: each holds its tables in registers
+    if (parts == 2) {
+#pragma unroll UNROLL
+        for (int l = 0; l < n_moduli; ++l, at += step) {
+            const auto plus = load_products<V, Product>(at), minus = load_products<V, Product>(at + part_stride);
+            const ReconstructModulus &c = tables.table[l], &c_im = tables.im_table[l];
+#pragma unroll
+            for (int j = 0; j < V; ++j) sums[j].add_gaussian(c, c_im, plus.v[j], minus.v[j]);
+        }
+    } else {
+#pragma unroll UNROLL / 2
+        for (int l = 0; l < n_moduli; ++l, at += step) {
+            const auto p1 = load_products<V, Product>(at), p2 = load_products<V, Product>(at + part_stride),
+                       p3 = load_products<V, Product>(at + 2 * part_stride);
+            const ReconstructModulus &c = tables.table[l];
+#pragma unroll
+            for (int j = 0; j < V; ++j) sums[j].add(c, true, p1.v[j], p2.v[j], p3.v[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        sums[j].finish(tables.product_limbs, tables.inv_product, exponents[j], true, results[j].x, results[j].y);
+}
+
+// This block's dynamic shared memory, as words. Compiled for the host (tests/host_cuda), the
+// harness's buffer.
+__device__ __forceinline__ unsigned *dynamic_shared_words()
+{
+#ifdef __CUDA_ARCH__
+    extern __shared__ unsigned words[];
+    return words;
+#else
+    return host_dynamic_shared_words();
+#endif
+}
+
+// Asynchronous copies of four adjacent outputs' int8 residues, `words` 32-bit words `count` bytes
+// apart from `from` (one a modulus and part), into this thread's slots of `stage` (word i at
+// stage[i * blockDim.x + threadIdx.x], so that a warp's slots share no bank), as one group.
+__device__ __forceinline__ void stage_products(const signed char *from, long long count, int words, unsigned *stage)
+{
+    for (int i = 0; i < words; ++i, from += count) copy_async_4(stage + i * blockDim.x + threadIdx.x, from);
+    copy_async_commit();
 }
 
 // Column c of a K x K gate (K <= MAX_GATE_K) on the bit positions `targets` of a flat complex128
@@ -472,14 +537,18 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
 }
 
 // crt_reconstruct of a chunk's products, int32 (crt_gate_reconstruct) or int8 residues
-// (crt_gate_reconstruct_residues) (parts 2 or 3), output (i, c) written to amplitude c of column
-// first_column + i of the state out, addressed as crt_gate_residues reads them (out may be the
-// state those residues came from). The products are (n_moduli * parts, rows, k), or
+// (crt_gate_reconstruct_residues, _quads) (parts 2 or 3), output (i, c) written to amplitude c of
+// column first_column + i of the state out, addressed as crt_gate_residues reads them (out may be
+// the state those residues came from). The products are (n_moduli * parts, rows, k), or
 // (n_moduli * parts, k, rows) where columns_fastest: then consecutive threads take consecutive
 // columns, whose amplitudes lie side by side where bit 0 is no target, so that their stores fill
-// whole sectors, and their loads stay adjacent bytes. One thread per output, as crt_reconstruct (one
-// warp per column measured 1.6x slower on the H100).
-template <class Product>
+// whole sectors, and their loads stay adjacent bytes. A thread takes V outputs adjacent in the
+// products (one warp per column measured 1.6x slower on the H100). V = 1: one output, its products
+// loaded as it needs them. V = 4 (the _quads kernel; 4 divides the products' fastest size and,
+// columns_fastest, first_column): four outputs, their products copied into shared memory (2 stages
+// of n_moduli * parts words a thread, dynamic) while the thread reconstructs the previous four,
+// so that the loads' latency hides behind the arithmetic (ncu: half the stalls waited on them).
+template <int V, class Product>
 __device__ __forceinline__ void reconstruct_gate_products(const Product *__restrict__ products, long long rows, int k,
                                                           int parts, int n_moduli, const double *__restrict__ moduli,
                                                           const double *__restrict__ inverses,
@@ -496,22 +565,53 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
     fill_amplitude_offsets(offsets, k, targets, n_targets);
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
-    const long long count = rows * k;
+    // column_offset adds over disjoint bits: columns first_column + i + j (V divides first_column and
+    // i, j < V) lie at column_offset(first_column + i) + column_offset(j).
+    long long next_columns[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) next_columns[j] = columns_fastest ? column_offset(j, ascending, n_targets) : 0;
+    const long long count = rows * k, groups = count / V;
+    const int words = n_moduli * parts;
+    unsigned *stages = dynamic_shared_words();
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
-        for (TilePosition at(columns_fastest ? (int)rows : k); at.index < count; at.next()) {
-            const long long column = columns_fastest ? at.col : at.row;
-            const int amplitude = columns_fastest ? (int)at.row : at.col;
-            double re, im;
-            reconstructed<LIMBS>(products, count, at.index, parts, n_moduli, tables,
-                                 -(row_scales[column] + col_scales[amplitude]), re, im);
-            out[column_offset(first_column + column, ascending, n_targets) + offsets[amplitude]] = make_double2(re, im);
+        TilePosition at((columns_fastest ? (int)rows : k) / V);
+        if constexpr (V > 1)
+            if (at.index < groups) stage_products(products + V * at.index, count, words, stages);
+        for (int stage = 0; at.index < groups; at.next(), stage ^= 1) {
+            const long long column = columns_fastest ? V * (long long)at.col : at.row;
+            const int amplitude = columns_fastest ? (int)at.row : V * at.col;
+            int exponents[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                exponents[j] = columns_fastest ? -(row_scales[column + j] + col_scales[amplitude])
+                                               : -(row_scales[column] + col_scales[amplitude + j]);
+            double2 results[V];
+            if constexpr (V == 1) {
+                reconstructed<LIMBS, 1, Product>(products + at.index, count, parts, n_moduli, tables, exponents,
+                                                 results);
+            } else {
+                const long long next = at.index + at.index_step;
+                if (next < groups)
+                    stage_products(products + V * next, count, words, stages + (stage ^ 1) * words * blockDim.x);
+                else
+                    copy_async_commit();  // an empty group: the wait below still finds this one landed
+                copy_async_wait<1>();
+                reconstructed<LIMBS, V, Product>(stages + stage * words * blockDim.x + threadIdx.x, blockDim.x, parts,
+                                                 n_moduli, tables, exponents, results);
+            }
+            double2 *first = out + column_offset(first_column + column, ascending, n_targets);
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                first[columns_fastest ? next_columns[j] + offsets[amplitude] : offsets[amplitude + j]] = results[j];
         }
     });
 }
 
-#define CRT_GATE_RECONSTRUCT_KERNEL(NAME, PRODUCT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, RECONSTRUCT_BLOCKS_PER_SM)                                       \
+// Registers: V = 4 holds four outputs' limb sums (the _quads kernel, 2 blocks per multiprocessor).
+#define QUAD_RECONSTRUCT_BLOCKS_PER_SM 2
+#define CRT_GATE_RECONSTRUCT_KERNEL(NAME, PRODUCT, V, BLOCKS_PER_SM)                                                 \
+    extern "C" __global__ void __launch_bounds__(256, BLOCKS_PER_SM)                                                  \
         NAME(const PRODUCT *__restrict__ products, long long rows, int k, int parts, int n_moduli,                  \
              const double *__restrict__ moduli, const double *__restrict__ inverses,                                  \
              const double *__restrict__ im_inverses, int n_limbs, const double *__restrict__ partial_limbs,          \
@@ -519,10 +619,11 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
              const int *__restrict__ col_scales, double2 *out, long long first_column, unsigned long long targets,   \
              unsigned long long ascending, int n_targets, int columns_fastest)                                       \
     {                                                                                                                  \
-        reconstruct_gate_products(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,        \
-                                  partial_limbs, product_limbs, row_scales, col_scales, out, first_column, targets,  \
-                                  ascending, n_targets, columns_fastest);                                            \
+        reconstruct_gate_products<V>(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,     \
+                                     partial_limbs, product_limbs, row_scales, col_scales, out, first_column,        \
+                                     targets, ascending, n_targets, columns_fastest);                                \
     }
-CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int)
-CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char)
+CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int, 1, RECONSTRUCT_BLOCKS_PER_SM)
+CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char, 1, RECONSTRUCT_BLOCKS_PER_SM)
+CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues_quads, signed char, 4, QUAD_RECONSTRUCT_BLOCKS_PER_SM)
 #undef CRT_GATE_RECONSTRUCT_KERNEL

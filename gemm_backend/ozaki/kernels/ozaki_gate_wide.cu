@@ -245,7 +245,7 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
         const long long tile_base = layout.column(tile * NB);
         // read: every item of this thread, and the columns' largest |value|
         for (int i = threadIdx.x; i < NB; i += blockDim.x) tables.largest[i] = 0;
-        if (STAGED) copy_async_wait_all();
+        if (STAGED) copy_async_wait<0>();
         __syncthreads();
         // unstaged, the first HELD items stay in registers until their digits are made, the rest
         // (K = 256, or two blocks per multiprocessor) are read again then, from L2
@@ -350,6 +350,6 @@ ozaki_gate_wide(const double2 *x, double2 *out, long long n_columns, unsigned lo
         }
         __syncthreads();  // the next tile's digits overwrite this one's
     }
-    if (STAGED) copy_async_wait_all();
+    if (STAGED) copy_async_wait<0>();
     if (found_bad) *nonfinite = 1;
 }
