@@ -50,7 +50,6 @@ _SOURCE = kernel_path("ozaki_crt.cu")
 GATE_RESIDUE_BLOCKS_PER_SM = 4  # crt_gate_residues' __launch_bounds__ (ozaki_crt.cu)
 QUAD_RECONSTRUCT_BLOCKS_PER_SM = 2  # crt_gate_reconstruct_residues_quads' __launch_bounds__ (ozaki_crt.cu)
 QUAD_STAGES = 2  # its products staged in shared memory: the next four outputs' while it reconstructs these
-QUAD_STATIC_SHARED_BYTES = 11 * 1024  # its amplitude offsets and reconstruction tables
 
 
 @dataclass(frozen=True)
@@ -552,7 +551,8 @@ class _GpuTiles:
             shared_bytes = QUAD_STAGES * words * THREADS * 4
             kernel = _module().get_function(name + "_quads")
             kernel.max_dynamic_shared_size_bytes = shared_bytes
-            launch_per_element(kernel, rows * layout.k // 4, args, _quad_blocks_per_sm(shared_bytes), shared_bytes)
+            blocks_per_sm = _quad_blocks_per_sm(shared_bytes + kernel.shared_size_bytes)
+            launch_per_element(kernel, rows * layout.k // 4, args, blocks_per_sm, shared_bytes)
         else:
             launch_per_element(_module().get_function(name), rows * layout.k, args)
 
@@ -632,8 +632,8 @@ def reconstructs_in_quads(rows: int, k: int, first: int, columns_fastest: bool, 
 
 def _quad_blocks_per_sm(shared_bytes: int) -> int:
     """Blocks of the _quads kernel per multiprocessor on a persistent grid: its registers' two, or
-    one where two blocks' shared memory (shared_bytes dynamic) would not fit."""
-    per_block = shared_bytes + QUAD_STATIC_SHARED_BYTES + SHARED_RESERVED
+    one where two blocks' shared memory (shared_bytes, static and dynamic) would not fit."""
+    per_block = shared_bytes + SHARED_RESERVED
     return QUAD_RECONSTRUCT_BLOCKS_PER_SM if QUAD_RECONSTRUCT_BLOCKS_PER_SM * per_block <= SHARED_PER_SM else 1
 
 
