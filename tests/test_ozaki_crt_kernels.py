@@ -285,8 +285,9 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
     """OzakiCrtBackend.apply_at's GPU path with the host kernels, in place on the flat state:
     the gate's residues as rows of B = u^T, then per chunk of `chunk` columns crt_gate_residues
     on the state, the INT8 products (float64 GEMMs here; reduced: as int8 residues),
-    crt_gate_reconstruct (crt_gate_reconstruct_residues) into the state; the products made as
-    (blocks, k, columns) where bit 0 is no target, as on the GPU."""
+    crt_gate_reconstruct (crt_gate_reconstruct_residues, or its _quads kernel where
+    reconstructs_in_quads, as on the GPU) into the state; the products made as (blocks, k,
+    columns) where bit 0 is no target, as on the GPU."""
     k = u.shape[0]
     layout = CrtLayout(backend.plan, k, True)
     tables = plan_tables(layout.plan)
@@ -331,7 +332,10 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
     """In place on a state of 7 qubits (len(targets) + 3 for more targets: K = 64, so that a
     thread's outputs wrap to the next column; K = 256 and 1024, whose columns crt_gate_residues
     spreads over 2 and 8 warps), in chunks: the bits of the CPU path (apply_batched) on the gathered
-    columns, whatever the targets' order and positions; zero, tiny and huge columns."""
+    columns, whatever the targets' order and positions; zero, tiny and huge columns. Reduced
+    products take the quads kernel where bit 0 is a target (K >= 4) and, columns-fastest, in chunks
+    of 4 and 8 columns where it is not; other chunks there, K = 2 and int32 products the
+    one-output kernel."""
     n, k = max(7, len(targets) + 3), 1 << len(targets)
     state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
