@@ -400,26 +400,6 @@ template <int LIMBS> struct CrtSums {
         for (int j = 0; j < LIMBS; ++j) sums[j] = fma(r, c.limbs[j], sums[j]);
     }
 
-    // Every modulus's products of one output, modulus by modulus: product g of modulus l at
-    // products[(l * parts + g) * count] (parts 1, 2 or 3 as add and add_gaussian take them).
-    template <class Product>
-    __device__ __forceinline__ void add_products(const Product *products, long long count, int parts, int n_moduli,
-                                                 const ReconstructModulus *table, const ReconstructModulus *im_table)
-    {
-        const long long step = parts * count;
-        if (parts == 2) {
-#pragma unroll 4
-            for (int l = 0; l < n_moduli; ++l, products += step)
-                add_gaussian(table[l], im_table[l], products[0], products[count]);
-        } else {
-            const bool is_complex = parts > 1;
-#pragma unroll 2
-            for (int l = 0; l < n_moduli; ++l, products += step)
-                add(table[l], is_complex, products[0], is_complex ? products[count] : Product(0),
-                    is_complex ? products[2 * count] : Product(0));
-        }
-    }
-
     // crt.CrtAccumulator.result: the nearest doubles to C' 2^exponent (im only when is_complex).
     __device__ __forceinline__ void finish(const double *product_limbs, double inv_product, int exponent,
                                            bool is_complex, double &re_out, double &im_out)
@@ -457,3 +437,58 @@ template <int LIMBS> struct CrtSums {
         for (int j = 0; j < LIMBS; ++j) sums[j] = fma(-multiple, product_limbs[j], sums[j]);
     }
 };
+
+// The products of V adjacent outputs of one modulus and part, in one load: V = 1 from the products
+// themselves (Source = Product), V = 4 from a 32-bit word of four int8 residues, little-endian
+// (Source = unsigned, Product = signed char).
+template <int V, class Product> struct ProductVector {
+    Product v[V];
+};
+template <int V, class Product, class Source>
+__device__ __forceinline__ ProductVector<V, Product> load_products(const Source *p)
+{
+    ProductVector<V, Product> products;
+    if constexpr (V == 1) {
+        products.v[0] = p[0];
+    } else {
+        static_assert(V == 4 && sizeof(Product) == 1 && sizeof(Source) == 4, "four int8 residues a word");
+        const unsigned word = *p;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) products.v[j] = (Product)(signed char)(word >> (8 * j));
+    }
+    return products;
+}
+
+// Every modulus's products of V adjacent outputs into their sums, modulus by modulus: part g of
+// modulus l as load_products' Source values at at[(l * parts + g) * part_stride] (parts 1, 2 or 3
+// as CrtSums::add and add_gaussian take them; COMPLEX: the caller's are never real, parts 2 or 3).
+// The V outputs share each modulus's table loads.
+template <int LIMBS, int V, bool COMPLEX, class Product, class Source>
+__device__ __forceinline__ void add_products(CrtSums<LIMBS> (&sums)[V], const Source *at, long long part_stride,
+                                             int parts, int n_moduli, const ReconstructModulus *table,
+                                             const ReconstructModulus *im_table)
+{
+    const long long step = parts * part_stride;
+    constexpr int UNROLL = V == 1 ? 4 : 2;  // moduli in flight: each holds its tables in registers
+    if (parts == 2) {
+#pragma unroll UNROLL
+        for (int l = 0; l < n_moduli; ++l, at += step) {
+            const auto plus = load_products<V, Product>(at), minus = load_products<V, Product>(at + part_stride);
+            const ReconstructModulus &c = table[l], &c_im = im_table[l];
+#pragma unroll
+            for (int j = 0; j < V; ++j) sums[j].add_gaussian(c, c_im, plus.v[j], minus.v[j]);
+        }
+    } else {
+        const bool is_complex = COMPLEX || parts > 1;
+#pragma unroll UNROLL / 2
+        for (int l = 0; l < n_moduli; ++l, at += step) {
+            const auto p1 = load_products<V, Product>(at);
+            const auto p2 = is_complex ? load_products<V, Product>(at + part_stride) : ProductVector<V, Product>{};
+            const auto p3 = is_complex ? load_products<V, Product>(at + 2 * part_stride) : ProductVector<V, Product>{};
+            const ReconstructModulus &c = table[l];
+#pragma unroll
+            for (int j = 0; j < V; ++j) sums[j].add(c, is_complex, p1.v[j], p2.v[j], p3.v[j]);
+        }
+    }
+}
+

@@ -202,11 +202,11 @@ __device__ void reconstruct_tile(const Product *__restrict__ products, long long
     const long long count = rows * cols;
     const int is_complex = parts > 1;
     for (TilePosition at(cols); at.index < count; at.next()) {
-        CrtSums<LIMBS> sums;
-        sums.add_products(products + at.index, count, parts, n_moduli, table, im_table);
+        CrtSums<LIMBS> sums[1];
+        add_products<LIMBS, 1, false, Product>(sums, products + at.index, count, parts, n_moduli, table, im_table);
         double *o = out + at.row * out_stride + (long long)at.col * (1 + is_complex);
         double im;
-        sums.finish(product_limbs, inv_product, -(row_scales[at.row] + col_scales[at.col]), is_complex, o[0], im);
+        sums[0].finish(product_limbs, inv_product, -(row_scales[at.row] + col_scales[at.col]), is_complex, o[0], im);
         if (is_complex) o[1] = im;
     }
 }
@@ -264,57 +264,17 @@ CRT_RECONSTRUCT_KERNEL(crt_reconstruct_residues, signed char)
 // (crt_reconstruct keeps its own loop and switch: through reconstructed and for_limbs below, whole
 // gates measured 1.5-3% slower on the H100, BENCHMARKS.md round 16.)
 
-// The products of V adjacent outputs of one modulus and part, in one load: V = 1 from the products
-// themselves (Source = Product), V = 4 from a 32-bit word of four int8 residues, little-endian
-// (Source = unsigned, Product = signed char).
-template <int V, class Product> struct ProductVector {
-    Product v[V];
-};
-template <int V, class Product, class Source>
-__device__ __forceinline__ ProductVector<V, Product> load_products(const Source *p)
-{
-    ProductVector<V, Product> products;
-    if constexpr (V == 1) {
-        products.v[0] = p[0];
-    } else {
-        static_assert(V == 4 && sizeof(Product) == 1 && sizeof(Source) == 4, "four int8 residues a word");
-        const unsigned word = *p;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) products.v[j] = (Product)(signed char)(word >> (8 * j));
-    }
-    return products;
-}
-
 // crt.CrtAccumulator for V adjacent complex outputs from their products (parts = 3: P1, P2, P3 of
 // Karatsuba; 2: P+, P- on Gaussian moduli; int32 or int8 residues, Product), load_products' Source
-// values from `at`: part g of modulus l at at[(l * parts + g) * part_stride]. Modulus by modulus:
-// output j scaled by 2^exponents[j]. The V outputs share each modulus's table loads.
+// values from `at`: part g of modulus l at at[(l * parts + g) * part_stride] (add_products).
+// Output j scaled by 2^exponents[j].
 template <int LIMBS, int V, class Product, class Source>
 __device__ __forceinline__ void reconstructed(const Source *at, long long part_stride, int parts, int n_moduli,
                                               const ReconstructTables &tables, const int (&exponents)[V],
                                               double2 (&results)[V])
 {
     CrtSums<LIMBS> sums[V];
-    const long long step = parts * part_stride;
-    constexpr int UNROLL = V == 1 ? 4 : 2;  // moduli in flight: each holds its tables in registers
-    if (parts == 2) {
-#pragma unroll UNROLL
-        for (int l = 0; l < n_moduli; ++l, at += step) {
-            const auto plus = load_products<V, Product>(at), minus = load_products<V, Product>(at + part_stride);
-            const ReconstructModulus &c = tables.table[l], &c_im = tables.im_table[l];
-#pragma unroll
-            for (int j = 0; j < V; ++j) sums[j].add_gaussian(c, c_im, plus.v[j], minus.v[j]);
-        }
-    } else {
-#pragma unroll UNROLL / 2
-        for (int l = 0; l < n_moduli; ++l, at += step) {
-            const auto p1 = load_products<V, Product>(at), p2 = load_products<V, Product>(at + part_stride),
-                       p3 = load_products<V, Product>(at + 2 * part_stride);
-            const ReconstructModulus &c = tables.table[l];
-#pragma unroll
-            for (int j = 0; j < V; ++j) sums[j].add(c, true, p1.v[j], p2.v[j], p3.v[j]);
-        }
-    }
+    add_products<LIMBS, V, true, Product>(sums, at, part_stride, parts, n_moduli, tables.table, tables.im_table);
 #pragma unroll
     for (int j = 0; j < V; ++j)
         sums[j].finish(tables.product_limbs, tables.inv_product, exponents[j], true, results[j].x, results[j].y);
