@@ -59,32 +59,48 @@ extern "C" __global__ void crt_row_scales(const double *__restrict__ x, long lon
     }
 }
 
-// The residues of one element (real: digits[0]; complex: Re, Im and Re + Im, or on Gaussian
-// moduli Re + i_p Im and Re - i_p Im) modulo every modulus, written as int8 at
-// slot[(l * parts + g) * padded]. parts: 1 (real), 3 (Karatsuba) or 2 (Gaussian).
-template <int WORDS>
-__device__ __forceinline__ void write_residues(const Digits (&digits)[2], int parts, const ResidueModulus *table,
+// The low bytes of V values (V = 1, or 4 as one little-endian word) at slot.
+template <int V> __device__ __forceinline__ void store_low_bytes(signed char *slot, const unsigned (&v)[V])
+{
+    if constexpr (V == 1)
+        *slot = (signed char)v[0];
+    else
+        *(unsigned *)slot = __byte_perm(__byte_perm(v[0], v[1], 0x0040), __byte_perm(v[2], v[3], 0x0040), 0x5410);
+}
+
+// The residues of V adjacent elements (V = 1, or 4 written as one word per modulus and part at a
+// 4-byte aligned slot) modulo every modulus, as int8 at slot[(l * parts + g) * padded]: element j
+// real (digits[j][0]) or complex (Re, Im and Re + Im, or on Gaussian moduli Re + i_p Im and
+// Re - i_p Im). parts: 1 (real), 3 (Karatsuba) or 2 (Gaussian).
+template <int WORDS, int V>
+__device__ __forceinline__ void write_residues(const Digits (&digits)[V][2], int parts, const ResidueModulus *table,
                                                int n_moduli, signed char *slot, int padded)
 {
     const long long step = (long long)parts * padded;
     for (int l = 0; l < n_moduli; ++l, slot += step) {
         const ResidueModulus c = table[l];
+        unsigned first[V], second[V], third[V];
         if (parts == 2) {
-            unsigned plus, minus;
-            turned_residues<WORDS>(digits, c, plus, minus);
-            slot[0] = (signed char)plus;
-            slot[padded] = (signed char)minus;
+#pragma unroll
+            for (int j = 0; j < V; ++j) turned_residues<WORDS>(digits[j], c, first[j], second[j]);
+            store_low_bytes<V>(slot, first);
+            store_low_bytes<V>(slot + padded, second);
             continue;
         }
-        const unsigned re = magic_residue<WORDS>(digits[0], c);
+#pragma unroll
+        for (int j = 0; j < V; ++j) first[j] = magic_residue<WORDS>(digits[j][0], c);
         if (parts == 1) {
-            slot[0] = (signed char)re;
+            store_low_bytes<V>(slot, first);
             continue;
         }
-        const unsigned im = magic_residue<WORDS>(digits[1], c);
-        slot[0] = (signed char)re;
-        slot[padded] = (signed char)im;
-        slot[2 * padded] = (signed char)sum_residue(re, im, c);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            second[j] = magic_residue<WORDS>(digits[j][1], c);
+            third[j] = sum_residue(first[j], second[j], c);
+        }
+        store_low_bytes<V>(slot, first);
+        store_low_bytes<V>(slot + padded, second);
+        store_low_bytes<V>(slot + 2 * padded, third);
     }
 }
 
@@ -94,10 +110,10 @@ __device__ __forceinline__ void element_residues(double re, double im, bool is_c
                                                  int parts, const ResidueModulus *table, int n_moduli,
                                                  signed char *slot, int padded)
 {
-    Digits digits[2] = {};
-    digits[0] = scaled_digits(re, scale);
-    if (is_complex) digits[1] = scaled_digits(im, scale);
-    if (digits[0].wide || digits[1].wide)
+    Digits digits[1][2] = {};
+    digits[0][0] = scaled_digits(re, scale);
+    if (is_complex) digits[0][1] = scaled_digits(im, scale);
+    if (digits[0][0].wide || digits[0][1].wide)
         write_residues<3>(digits, parts, table, n_moduli, slot, padded);
     else
         write_residues<2>(digits, parts, table, n_moduli, slot, padded);
@@ -366,39 +382,8 @@ __device__ __forceinline__ double group_reduce(double value, bool add, double *s
     return value;
 }
 
-// The low bytes of four values as one little-endian word.
-__device__ __forceinline__ unsigned low_bytes(const unsigned (&v)[4])
-{
-    return __byte_perm(__byte_perm(v[0], v[1], 0x0040), __byte_perm(v[2], v[3], 0x0040), 0x5410);
-}
-
-// write_residues for four adjacent complex elements (digits[j]: element j's Re and Im), as one word
-// per modulus and part at slot + (l * PARTS + g) * padded (4-byte aligned).
-template <int WORDS, int PARTS>
-__device__ __forceinline__ void write_quad_residues(const Digits (&digits)[4][2], const ResidueModulus *table,
-                                                    int n_moduli, signed char *slot, int padded)
-{
-    for (int l = 0; l < n_moduli; ++l, slot += PARTS * padded) {
-        const ResidueModulus c = table[l];
-        unsigned first[4], second[4], third[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            if (PARTS == 2) {
-                turned_residues<WORDS>(digits[j], c, first[j], second[j]);
-            } else {
-                first[j] = magic_residue<WORDS>(digits[j][0], c);
-                second[j] = magic_residue<WORDS>(digits[j][1], c);
-                third[j] = sum_residue(first[j], second[j], c);
-            }
-        }
-        *(unsigned *)slot = low_bytes(first);
-        *(unsigned *)(slot + padded) = low_bytes(second);
-        if (PARTS == 3) *(unsigned *)(slot + 2 * padded) = low_bytes(third);
-    }
-}
-
 // The residues of four adjacent complex elements v of a row scaled by `scale` (parts 2 or 3), at slot
-// (write_quad_residues).
+// (write_residues; parts passed as a literal, so that each call compiles for its parts alone).
 __device__ __forceinline__ void quad_residues(const double2 (&v)[4], const RowScale &scale, int parts,
                                               const ResidueModulus *table, int n_moduli, signed char *slot,
                                               int padded)
@@ -412,11 +397,11 @@ __device__ __forceinline__ void quad_residues(const double2 (&v)[4], const RowSc
         wide |= digits[j][0].wide || digits[j][1].wide;
     }
     if (parts == 2) {
-        if (wide) write_quad_residues<3, 2>(digits, table, n_moduli, slot, padded);
-        else write_quad_residues<2, 2>(digits, table, n_moduli, slot, padded);
+        if (wide) write_residues<3>(digits, 2, table, n_moduli, slot, padded);
+        else write_residues<2>(digits, 2, table, n_moduli, slot, padded);
     } else {
-        if (wide) write_quad_residues<3, 3>(digits, table, n_moduli, slot, padded);
-        else write_quad_residues<2, 3>(digits, table, n_moduli, slot, padded);
+        if (wide) write_residues<3>(digits, 3, table, n_moduli, slot, padded);
+        else write_residues<2>(digits, 3, table, n_moduli, slot, padded);
     }
 }
 
