@@ -31,8 +31,8 @@ from .crt import MAX_INNER, CrtAccumulator, CrtPlan, crt_plan, residues, row_sca
 from .crt_products import reduced_products, reduces_on_chip
 from ..cublas_ex import K_ALIGNMENT, gemm_tn_blocks
 from ..errors import BackendError
-from ..kernel_launch import (SHARED_PER_SM, SHARED_RESERVED, THREADS, include_options, kernel_path,
-                             launch_per_column_group, launch_per_element, launch_per_row, per_row_int32, row_stride)
+from ..kernel_launch import (THREADS, include_options, kernel_path, launch_per_column_group, launch_per_element,
+                             launch_per_row, per_row_int32, row_stride, shared_limit)
 from ..registry import moduli_counts
 from ..target_layout import (MAX_KERNEL_TARGETS, check_layout, contiguous_targets, has_view_layout, pack_targets,
                              view_layout)
@@ -633,8 +633,7 @@ def reconstructs_in_quads(rows: int, k: int, first: int, columns_fastest: bool, 
 def _quad_blocks_per_sm(shared_bytes: int) -> int:
     """Blocks of the _quads kernel per multiprocessor on a persistent grid: its registers' two, or
     one where two blocks' shared memory (shared_bytes, static and dynamic) would not fit."""
-    per_block = shared_bytes + SHARED_RESERVED
-    return QUAD_RECONSTRUCT_BLOCKS_PER_SM if QUAD_RECONSTRUCT_BLOCKS_PER_SM * per_block <= SHARED_PER_SM else 1
+    return QUAD_RECONSTRUCT_BLOCKS_PER_SM if shared_bytes <= shared_limit(QUAD_RECONSTRUCT_BLOCKS_PER_SM) else 1
 
 
 def _reconstruct_kernel(name: str, products) -> str:
