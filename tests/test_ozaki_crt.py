@@ -21,7 +21,7 @@ from gemm_backend.ozaki.crt import (
     row_scales,
 )
 from gemm_backend.doubledouble import matmul_dd
-from gemm_backend.ozaki.crt_backend import CrtLayout, OzakiCrtBackend
+from gemm_backend.ozaki.crt_backend import CrtLayout, OzakiCrtBackend, gate_reconstruct_variant
 from gemm_backend.workspace import TILE_ALIGNMENT
 from gemm_backend.registry import CRT_MODULI
 from qsim import Simulator
@@ -653,9 +653,23 @@ def test_gpu_apply_batched_matches_cpu(m, shape, rng):
     check_gpu_apply_batched_matches_cpu(lambda: crt(m, workspace_bytes=workspace), shape, rng)
 
 
+@pytest.mark.parametrize("rows, k, first, columns_fastest, reduced, parts, limbs, variant", [
+    (100, 512, 0, False, True, 2, 4, "mma"),      # Gaussian, 4 limbs: 32 amplitudes a warp
+    (100, 512, 0, False, True, 3, 4, "quads"),    # Karatsuba's three parts
+    (100, 512, 0, False, True, 2, 5, "quads"),    # 18 Gaussian moduli and more: five limbs
+    (100, 16, 0, False, True, 2, 4, "quads"),     # K below a warp's tile
+    (64, 8, 32, True, True, 2, 3, "mma"),         # columns-fastest, chunks on tile boundaries
+    (64, 8, 36, True, True, 2, 3, "quads"),       # a chunk starting off a tile boundary
+    (66, 8, 0, True, True, 2, 3, "one"),          # 4 does not divide the chunk
+    (64, 512, 0, False, False, 2, 4, "one"),      # int32 products
+])
+def test_gate_reconstruction_kernel_choice(rows, k, first, columns_fastest, reduced, parts, limbs, variant):
+    assert gate_reconstruct_variant(rows, k, first, columns_fastest, reduced, parts, limbs) == variant
+
+
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("name", ["int8-gcrt-16", "int8-crt-13"])
+@pytest.mark.parametrize("name", ["int8-gcrt-16", "int8-gcrt-17", "int8-crt-13"])
 @pytest.mark.parametrize("targets", [(13, 0, 5, 1, 9), (3, 7, 2), (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (12,)])
 def test_gpu_apply_scattered_takes_any_targets_in_place(name, targets, rng):
     """apply_scattered: the columns at any targets read and written where they sit, in chunks,

@@ -10,7 +10,7 @@ import pytest
 
 import gemm_backend
 from gemm_backend.ozaki.crt import crt_plan
-from gemm_backend.ozaki.crt_backend import CrtLayout, reconstructs_in_quads
+from gemm_backend.ozaki.crt_backend import CrtLayout, gate_reconstruct_variant
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 from gemm_backend.target_layout import pack_targets
 
@@ -281,13 +281,16 @@ def test_shared_tables_cover_every_plan():
 
 
 # -- gates at any targets: the columns read and written where they sit (apply_at) ---------------------
+# host_gate_reconstruct's kernel numbers
+RECONSTRUCT_VARIANTS = ("one", "quads", "mma")
+
+
 def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
     """OzakiCrtBackend.apply_at's GPU path with the host kernels, in place on the flat state:
     the gate's residues as rows of B = u^T, then per chunk of `chunk` columns crt_gate_residues
     on the state, the INT8 products (float64 GEMMs here; reduced: as int8 residues),
-    crt_gate_reconstruct (crt_gate_reconstruct_residues, or its _quads kernel where
-    reconstructs_in_quads, as on the GPU) into the state; the products made as (blocks, k,
-    columns) where bit 0 is no target, as on the GPU."""
+    crt_gate_reconstruct (the kernel gate_reconstruct_variant names, as on the GPU) into the
+    state; the products made as (blocks, k, columns) where bit 0 is no target, as on the GPU."""
     k = u.shape[0]
     layout = CrtLayout(backend.plan, k, True)
     tables = plan_tables(layout.plan)
@@ -319,20 +322,23 @@ def host_gate(kernels, backend, u, state, targets, chunk, reduced=False):
             ctypes.c_int(layout.plan.count), *(_pointer(tables[name]) for name in ("p", "inverse", "im_inverse")),
             ctypes.c_int(layout.plan.limbs), _pointer(tables["partial_limbs"]), _pointer(tables["product_limbs"]),
             _pointer(scales), _pointer(gate_scales), _pointer(state), ctypes.c_longlong(first), *packed,
-            ctypes.c_int(columns_fastest), ctypes.c_int(reconstructs_in_quads(count, k, first, columns_fastest, reduced)))
+            ctypes.c_int(columns_fastest), ctypes.c_int(RECONSTRUCT_VARIANTS.index(gate_reconstruct_variant(
+                count, k, first, columns_fastest, reduced, layout.parts, layout.plan.limbs))))
     return nonfinite[0] == 0
 
 
 @pytest.mark.parametrize("m, gaussian", [(16, True), (13, False), (9, True)])
 @pytest.mark.parametrize("targets, chunk", [((0, 1, 2), 16), ((2, 3, 4), 5), ((5, 1, 3), 8), ((6, 0), 64),
                                             ((3,), 9), ((8, 0, 5, 2, 7, 3), 5), ((9, 0, 8, 1, 7, 2, 6, 3), 3),
-                                            (tuple(range(12, 2, -1)), 4)])
+                                            (tuple(range(12, 2, -1)), 4), ((6, 2), 32), ((4,), 32)])
 @pytest.mark.parametrize("reduced", [False, True])
 def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian, targets, chunk, reduced, rng):
     """In place on a state of 7 qubits (len(targets) + 3 for more targets: K = 64, so that a
     thread's outputs wrap to the next column; K = 256 and 1024, whose columns crt_gate_residues
     spreads over 2 and 8 warps), in chunks: the bits of the CPU path (apply_batched) on the gathered
     columns, whatever the targets' order and positions; zero, tiny and huge columns. Reduced
+    products on Gaussian moduli take the mma kernel at K = 64 and 256 where bit 0 is a target and,
+    columns-fastest, in chunks of 32 columns where it is not (one chunk, and two at K = 2); reduced
     products take the quads kernel where bit 0 is a target (K >= 4) and, columns-fastest, in chunks
     of 4 and 8 columns where it is not; other chunks there, K = 2 and int32 products the
     one-output kernel."""
@@ -350,6 +356,20 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
     backend = gemm_backend.get(backend_name(m, gaussian))
     expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
     assert host_gate(kernels, backend, u, state, targets, chunk, reduced)
+    assert same_bits(state, expected)
+
+
+@pytest.mark.parametrize("targets, chunk", [((8, 0, 5, 2, 7, 3), 5), ((6, 2), 32)])
+def test_host_mma_reconstruction_takes_two_k_steps(kernels, targets, chunk, rng):
+    """17 Gaussian moduli, the most the mma kernel takes (4 limbs): 34 planes of products, two
+    k-steps of 32, the second mostly zeros; the bits of the CPU path, as above."""
+    n, k = max(7, len(targets) + 3), 1 << len(targets)
+    state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
+    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    backend = gemm_backend.get(backend_name(17, True))
+    assert gate_reconstruct_variant(chunk, k, 0, 0 not in targets, True, 2, backend.plan.limbs) == "mma"
+    expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
+    assert host_gate(kernels, backend, u, state, targets, chunk, reduced=True)
     assert same_bits(state, expected)
 
 

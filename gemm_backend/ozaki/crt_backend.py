@@ -50,6 +50,10 @@ _SOURCE = kernel_path("ozaki_crt.cu")
 GATE_RESIDUE_BLOCKS_PER_SM = 4  # crt_gate_residues' __launch_bounds__ (ozaki_crt.cu)
 QUAD_RECONSTRUCT_BLOCKS_PER_SM = 2  # crt_gate_reconstruct_residues_quads' __launch_bounds__ (ozaki_crt.cu)
 QUAD_STAGES = 2  # its products staged in shared memory: the next four outputs' while it reconstructs these
+MMA_RECONSTRUCT_BLOCKS_PER_SM = 3  # crt_gate_reconstruct_gaussian_mma's __launch_bounds__ (ozaki_crt.cu)
+MMA_STAGES = 4  # its ring of a warp's tiles of products in shared memory (ozaki_crt.cu)
+MMA_TILE = 32  # its outputs a warp takes at once
+MMA_MAX_LIMBS = 4  # its limbs: 16 bytes of each E_l (M < 2^128)
 
 
 @dataclass(frozen=True)
@@ -546,13 +550,16 @@ class _GpuTiles:
                 tables["p"], tables[layout.inverse_table], tables["im_inverse"], cp.int32(layout.plan.limbs),
                 tables["partial_limbs"], tables["product_limbs"], a_scales, b_tile.scales, columns.state,
                 cp.int64(first), *columns.arguments(), cp.int32(columns_fastest))
-        if reconstructs_in_quads(rows, layout.k, first, columns_fastest, products.dtype == np.int8):
+        variant = gate_reconstruct_variant(rows, layout.k, first, columns_fastest, products.dtype == np.int8,
+                                           layout.parts, layout.plan.limbs)
+        if variant == "mma":
+            stage_words = 256 * -(-2 * layout.plan.count // 32)  # 32 planes a k-step, 8 words a plane
+            _launch_staged(_module().get_function("crt_gate_reconstruct_gaussian_mma"), rows * layout.k, args,
+                           MMA_RECONSTRUCT_BLOCKS_PER_SM, MMA_STAGES * stage_words * (THREADS // 32) * 4)
+        elif variant == "quads":
             words = layout.plan.count * layout.parts
-            shared_bytes = QUAD_STAGES * words * THREADS * 4
-            kernel = _module().get_function(name + "_quads")
-            kernel.max_dynamic_shared_size_bytes = shared_bytes
-            blocks_per_sm = _quad_blocks_per_sm(shared_bytes + kernel.shared_size_bytes)
-            launch_per_element(kernel, rows * layout.k // 4, args, blocks_per_sm, shared_bytes)
+            _launch_staged(_module().get_function(name + "_quads"), rows * layout.k // 4, args,
+                           QUAD_RECONSTRUCT_BLOCKS_PER_SM, QUAD_STAGES * words * THREADS * 4)
         else:
             launch_per_element(_module().get_function(name), rows * layout.k, args)
 
@@ -618,22 +625,35 @@ def _gpu_residues(layout: CrtLayout, rows, scales, tables, out=None):
     return out
 
 
-def reconstructs_in_quads(rows: int, k: int, first: int, columns_fastest: bool, reduced: bool) -> bool:
-    """Whether crt_gate_reconstruct_residues_quads takes a chunk of `rows` columns from column
-    `first` (four outputs a thread, adjacent in the products): the products are int8 residues
-    (reduced), and 4 divides their fastest size (rows where columns_fastest, else k) and, where
-    columns_fastest, first."""
-    if not reduced:
-        return False
-    if columns_fastest:
-        return rows % 4 == 0 and first % 4 == 0
-    return k % 4 == 0
+def gate_reconstruct_variant(rows: int, k: int, first: int, columns_fastest: bool, reduced: bool, parts: int,
+                             limbs: int) -> str:
+    """The kernel that reconstructs a chunk of `rows` columns from column `first` (products (blocks,
+    rows, k), or (blocks, k, rows) where columns_fastest): "mma" (crt_gate_reconstruct_gaussian_mma,
+    MMA_TILE outputs a warp, their limb sums on the INT8 tensor cores) for int8 residues on Gaussian
+    moduli (parts 2) in at most MMA_MAX_LIMBS limbs, "quads" (crt_gate_reconstruct_residues_quads,
+    four outputs a thread) for other int8 residues, else "one" (one output a thread); each needs the
+    outputs a warp or thread takes to divide the products' fastest size and, columns_fastest,
+    `first`."""
+    fastest = rows if columns_fastest else k
+
+    def divides(outputs: int) -> bool:
+        return fastest % outputs == 0 and (not columns_fastest or first % outputs == 0)
+
+    if reduced and parts == 2 and limbs <= MMA_MAX_LIMBS and divides(MMA_TILE):
+        return "mma"
+    return "quads" if reduced and divides(4) else "one"
 
 
-def _quad_blocks_per_sm(shared_bytes: int) -> int:
-    """Blocks of the _quads kernel per multiprocessor on a persistent grid: its registers' two, or
-    one where two blocks' shared memory (shared_bytes, static and dynamic) would not fit."""
-    return QUAD_RECONSTRUCT_BLOCKS_PER_SM if shared_bytes <= shared_limit(QUAD_RECONSTRUCT_BLOCKS_PER_SM) else 1
+def _launch_staged(kernel, threads: int, args: tuple, most_blocks_per_sm: int, shared_bytes: int) -> None:
+    """A reconstruction kernel that stages its products in shared_bytes of dynamic shared memory a
+    block, one thread per element of `threads`, on a persistent grid: most_blocks_per_sm blocks
+    per multiprocessor (its registers'), fewer where their shared memory (static and dynamic) would
+    not fit."""
+    kernel.max_dynamic_shared_size_bytes = shared_bytes
+    blocks_per_sm = most_blocks_per_sm
+    while blocks_per_sm > 1 and shared_bytes + kernel.shared_size_bytes > shared_limit(blocks_per_sm):
+        blocks_per_sm -= 1
+    launch_per_element(kernel, threads, args, blocks_per_sm, shared_bytes)
 
 
 def _reconstruct_kernel(name: str, products) -> str:

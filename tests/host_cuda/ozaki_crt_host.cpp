@@ -39,8 +39,10 @@ inline int __dp4a(int a, int b, int c)
     return (int)sum;
 }
 
+#include "mma_s8_host.hpp"
+
 // The kernels' dynamic shared memory (the _quads kernel's staged products: two stages of at most
-// 66 words for each of a block's 32 threads).
+// 66 words for each of a block's 32 threads; the mma kernel's: four stages of at most 512 words).
 alignas(16) unsigned host_shared_words[2 * 66 * 32];
 inline unsigned *host_dynamic_shared_words() { return host_shared_words; }
 
@@ -90,16 +92,19 @@ void host_gate_residues(const double *x, long long first_column, long long rows,
     });
 }
 
-// products as host_reconstruct's, (blocks, count, k) or, columns_fastest, (blocks, k, count); quads:
-// the _quads kernel (int8 residues, four outputs a thread).
+// products as host_reconstruct's, (blocks, count, k) or, columns_fastest, (blocks, k, count); variant
+// (crt_backend.gate_reconstruct_variant): 0 the one-output kernel, 1 the _quads kernel (int8
+// residues, four outputs a thread), 2 crt_gate_reconstruct_gaussian_mma.
 void host_gate_reconstruct(const void *products, int reduced, long long rows, int k, int parts, int n_moduli,
                            const double *moduli, const double *inverses, const double *im_inverses, int n_limbs,
                            const double *partial_limbs, const double *product_limbs, const int *row_scales,
                            const int *col_scales, double *out, long long first_column, unsigned long long targets,
-                           unsigned long long ascending, int n_targets, int columns_fastest, int quads)
+                           unsigned long long ascending, int n_targets, int columns_fastest, int variant)
 {
     launch_one_warp([&] {
-        const auto residues = quads ? crt_gate_reconstruct_residues_quads : crt_gate_reconstruct_residues;
+        const auto residues = variant == 2   ? crt_gate_reconstruct_gaussian_mma
+                              : variant == 1 ? crt_gate_reconstruct_residues_quads
+                                             : crt_gate_reconstruct_residues;
         if (reduced)
             residues((const signed char *)products, rows, k, parts, n_moduli, moduli, inverses, im_inverses,
                      n_limbs, partial_limbs, product_limbs, row_scales, col_scales, (double2 *)out, first_column,

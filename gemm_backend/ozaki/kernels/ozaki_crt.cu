@@ -4,6 +4,7 @@
 // crt_arith.cuh).
 #include "async_copy.cuh"
 #include "crt_arith.cuh"
+#include "mma_s8.cuh"
 #include "row_warps.cuh"
 
 #define SCALE_BITS 16
@@ -181,15 +182,21 @@ __device__ __forceinline__ ReconstructTables load_reconstruct_tables(int parts, 
 }
 
 // A thread's outputs in a grid-stride loop over a tile of `cols` columns: flat index, row and
-// column, the row and column stepped without a 64-bit division per output.
+// column, the row and column stepped without a 64-bit division per output. (first, step): the
+// loop's first index and its stride, the thread's own and the grid's threads by default.
 struct TilePosition {
     long long index, row, index_step, row_step;
     int col, col_step, cols;
 
-    __device__ explicit TilePosition(int columns) : cols(columns)
+    __device__ explicit TilePosition(int columns)
+        : TilePosition(columns, blockIdx.x * (long long)blockDim.x + threadIdx.x, (long long)gridDim.x * blockDim.x)
     {
-        index = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        index_step = (long long)gridDim.x * blockDim.x;
+    }
+
+    __device__ TilePosition(int columns, long long first, long long step) : cols(columns)
+    {
+        index = first;
+        index_step = step;
         row = index / cols;
         col = (int)(index - row * cols);
         row_step = index_step / cols;
@@ -335,6 +342,29 @@ __device__ __forceinline__ long long column_offset(long long c, unsigned long lo
     for (int i = 0; i < n_targets; ++i) c += c & -(1LL << packed_field(ascending, i));
     return c;
 }
+
+// column_offset by table lookups: the bit deposit adds over disjoint bits, so the offset of c is
+// the sum of the offsets of its bytes, each looked up in a table of 256 (bits 32 and up, never set
+// below 2^32 columns, by column_offset itself). Four LDS where column_offset's loop takes about six
+// instructions a target.
+struct ColumnOffsets {
+    long long bytes[4][256];
+
+    // Every thread of the block calls it, before a barrier.
+    __device__ void fill(unsigned long long ascending, int n_targets)
+    {
+        for (int i = threadIdx.x; i < 4 * 256; i += blockDim.x)
+            bytes[i / 256][i % 256] = column_offset((long long)(i % 256) << (8 * (i / 256)), ascending, n_targets);
+    }
+
+    __device__ __forceinline__ long long of(long long c, unsigned long long ascending, int n_targets) const
+    {
+        long long offset = c >> 32 ? column_offset(c >> 32 << 32, ascending, n_targets) : 0;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) offset += bytes[b][(c >> (8 * b)) & 255];
+        return offset;
+    }
+};
 
 // offsets[a] = the offset of amplitude a from its column's amplitude 0, for a < k; every thread of
 // the block calls it, before a barrier.
@@ -572,3 +602,276 @@ CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int, 1, RECONSTRUCT_BLOCKS_PER
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char, 1, RECONSTRUCT_BLOCKS_PER_SM)
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues_quads, signed char, 4, QUAD_RECONSTRUCT_BLOCKS_PER_SM)
 #undef CRT_GATE_RECONSTRUCT_KERNEL
+
+// -- a gate's reconstruction on Gaussian moduli on the INT8 tensor cores ---------------------------
+// The sums X' = sum_l r_l E_l of crt.CrtAccumulator are a matrix product, taken one level below its
+// FP64 limbs: the 2 n_moduli int8 products P+, P- of an output (A, as they are stored) times B, whose
+// column j holds byte j of E_l in balanced base-256 digits (16 digits: |E_l| <= M/2 < 2^127): the re
+// bytes on the rows of P+ and of P- (r_re = P+ + P-), the bytes of E^im_l on the rows of P+ and those
+// of -E^im_l on the rows of P- (r_im = P+ - P-), add_gaussian's sums. The int32 sum D_j of an output's
+// column j is exact (|P| < 128, |digit| <= 128, at most 64 terms: below 2^21), and so is the limb
+// sum_(b < 4) D_(4i+b) 2^(8b) (below 2^45). These limbs hold the same X' as CrtSums' (sum_i limb_i
+// 2^(32i)), split otherwise: subtract_multiple's estimate errs by at most twice as much for them
+// (their magnitudes, weighted, sum to at most 2 |E_l| + 2^32 a modulus where CrtSums' sum to |E_l|),
+// still far inside the 2^-32 by which X'/M stays from a half-integer, so it finds the same multiple
+// of M, the same C' and the same bits. The products need no conversion to doubles: the first version
+// of this kernel, on the FP64 mma (m16n8k8), converted each of an output's 32 products, about 100 of
+// the 540 instructions a lane spent on 32 outputs (BENCHMARKS.md round 20).
+
+// A warp takes MMA_TILE adjacent outputs at a time, as two groups of the mma's 16 rows: output 4 g
+// + j of the tile in row g + 8 (j % 2) of group j / 2, so that lane (g, t), which holds A's rows g and
+// g + 8, reads its four outputs' products of a plane as one word. K-step s takes the planes 32 s ..
+// 32 s + 31 (part k % 2 of modulus 16 s + k / 2 at k); lane t's A and B bytes are planes 32 s + 4 t
+// .. + 3 and 32 s + 16 + 4 t .. + 3. N-tile c holds bytes 8 (c % 2) .. + 7 of part c / 2 (re, im).
+#define MMA_TILE 32
+#define MMA_STEPS ((2 * MAX_MODULI + 31) / 32)
+#define MMA_RECONSTRUCT_BLOCKS_PER_SM 3
+#define MMA_STAGES 4  // a warp's tiles in flight (MMA_STAGES - 1 copied ahead)
+#define E_DIGITS 16
+
+// The balanced base-256 digits of E (|E| < 2^127) from its LIMB_BITS-bit limbs as doubles (each with
+// E's sign, ReconstructModulus): the two's complement (high, low), then balanced64's step on 128 bits
+// (0x80 added to every byte with the carries, the bytes' top bits flipped). Set-up only.
+__device__ void balanced_digits(const double (&limbs)[MAX_LIMBS], double sign, signed char *digits)
+{
+    unsigned long long low = 0, high = 0;
+    for (int j = MAX_LIMBS - 1; j >= 0; --j) {  // (high, low) = (high, low) 2^32 + sign limb_j
+        high = high << 32 | low >> 32;
+        low <<= 32;
+        const long long limb = (long long)(sign * limbs[j]);
+        const unsigned long long before = low;
+        low += (unsigned long long)limb;
+        high += (limb < 0 ? ~0ull : 0ull) + (low < before);
+    }
+    const unsigned long long sum = low + 0x8080808080808080ull;
+    high += 0x8080808080808080ull + (sum < low);
+    for (int b = 0; b < E_DIGITS; ++b)
+        digits[b] = (signed char)((unsigned char)((b < 8 ? sum : high) >> (8 * (b % 8))) ^ 0x80u);
+}
+
+// Every modulus's digits of E_l (re), E^im_l and -E^im_l (im on the rows of P+ and of P-), set by the
+// block's first threads; every thread of the block calls it before a barrier.
+struct GaussianDigits {
+    signed char of[MAX_MODULI][3][E_DIGITS];
+
+    __device__ void fill(const ReconstructTables &tables, int n_moduli)
+    {
+        for (int i = threadIdx.x; i < 3 * n_moduli; i += blockDim.x) {
+            const int l = i / 3, kind = i % 3;
+            balanced_digits((kind ? tables.im_table : tables.table)[l].limbs, kind == 2 ? -1.0 : 1.0, of[l][kind]);
+        }
+    }
+
+    // B(k, n) of n-tile c at k-step s as four bytes of planes 32 s + first .. + 3 (zero beyond the plan):
+    // column n = 2 u + e holds byte 8 (u % 2) + 2 c + e of part u / 2 (so that lane t of the C layout,
+    // with columns 2 t, 2 t + 1 of every n-tile, gets bytes 8 (t % 2) .. + 7 of part t / 2: two whole
+    // limbs).
+    __device__ unsigned word(int n_moduli, int s, int first, int c, int n) const
+    {
+        const int u = n / 2, byte = 8 * (u % 2) + 2 * c + n % 2;
+        unsigned w = 0;
+        for (int i = 0; i < 4; ++i) {
+            const int plane = 32 * s + first + i, l = plane / 2;
+            const int kind = u < 2 ? 0 : 1 + plane % 2;
+            const signed char digit = l < n_moduli ? of[l][kind][byte] : 0;
+            w |= (unsigned)(unsigned char)digit << (8 * i);
+        }
+        return w;
+    }
+};
+
+// The four words w[0..3] (planes q .. q + 3, each the bytes of four outputs) as four words of one
+// output each (bytes: planes q .. q + 3): the 4 x 4 byte transpose.
+__device__ __forceinline__ void transpose_bytes(const unsigned (&w)[4], unsigned (&out)[4])
+{
+    const unsigned low01 = __byte_perm(w[0], w[1], 0x5140), high01 = __byte_perm(w[0], w[1], 0x7362);
+    const unsigned low23 = __byte_perm(w[2], w[3], 0x5140), high23 = __byte_perm(w[2], w[3], 0x7362);
+    out[0] = __byte_perm(low01, low23, 0x5410);
+    out[1] = __byte_perm(low01, low23, 0x7632);
+    out[2] = __byte_perm(high01, high23, 0x5410);
+    out[3] = __byte_perm(high01, high23, 0x7632);
+}
+
+// The limbs of the tile's two values this lane rounds (part t / 2 of outputs 4 g + 2 (t % 2) + i)
+// from d[G][c]: n-tile c of group G (PTX's C layout: rows g, g + 8 are outputs 4 g + 2 G, + 1;
+// columns 2 t, 2 t + 1 bytes 8 (t % 2) + 2 c, + 1 of part t / 2, GaussianDigits::word). So lane t
+// holds limbs 2 (t % 2) and 2 (t % 2) + 1 (n-tiles 0, 1 and 2, 3) of part t / 2 of its four
+// outputs; lanes t and t ^ 1 swap the limbs of the outputs the other keeps (the even lane keeps
+// 4 g, 4 g + 1, the odd one 4 g + 2, 4 g + 3).
+__device__ __forceinline__ void gather_limbs(const int (&d)[2][4][4], int t, double (&limbs)[2][MAX_LIMBS])
+{
+    const bool odd = t & 1;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        double kept[2], other[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // limb 2 (t % 2) + h: bytes 0, 1 in n-tile 2 h, bytes 2, 3 in 2 h + 1
+            double limb[2];
+#pragma unroll
+            for (int group = 0; group < 2; ++group) {
+                const int low = d[group][2 * h][2 * i] + 256 * d[group][2 * h][2 * i + 1];
+                const int high = d[group][2 * h + 1][2 * i] + 256 * d[group][2 * h + 1][2 * i + 1];
+                limb[group] = fma((double)high, 65536.0, (double)low);
+            }
+            kept[h] = odd ? limb[1] : limb[0];
+            other[h] = __shfl_xor_sync(FULL_MASK, odd ? limb[0] : limb[1], 1);
+        }
+        limbs[i][0] = odd ? other[0] : kept[0];
+        limbs[i][1] = odd ? other[1] : kept[1];
+        limbs[i][2] = odd ? kept[0] : other[0];
+        limbs[i][3] = odd ? kept[1] : other[1];
+#pragma unroll
+        for (int j = 4; j < MAX_LIMBS; ++j) limbs[i][j] = 0.0;
+    }
+}
+
+// A lane's share of the copies of a warp's tile of products into a stage: 16-byte chunks c = lane
+// + 32 i of 2 * staged planes, chunk c half c % 2 of plane c / 2 (word 8 plane + w of a stage is word
+// w of the tile in that plane; the planes beyond the plan's as zeros). So chunk i of a lane lies
+// 16 i planes after its chunk 0, in the products and in the stage.
+#define MMA_CHUNKS_PER_LANE (2 * MMA_STEPS)
+struct TileCopies {
+    long long first, plane_step;  // bytes from a tile's first output to chunk 0; from chunk i to i + 1
+    int lane, planes, chunks;     // this lane, the plan's planes, the chunks of a stage
+
+    __device__ TileCopies(long long count, int n_planes, int staged_planes, int lane_index)
+        : first(lane_index / 2 * count + 16 * (lane_index % 2)), plane_step(16 * count), lane(lane_index),
+          planes(n_planes), chunks(2 * staged_planes)
+    {
+    }
+
+    // The copies of the tile at `tile` into `stage`, as one group.
+    __device__ __forceinline__ void issue(const signed char *tile, unsigned *stage) const
+    {
+        const signed char *from = tile + first;
+#pragma unroll
+        for (int i = 0; i < MMA_CHUNKS_PER_LANE; ++i, from += plane_step)
+            if (lane + 32 * i < chunks) copy_async_16(stage + 4 * lane + 128 * i, from, lane / 2 + 16 * i < planes);
+        copy_async_commit();
+    }
+};
+
+// crt_gate_reconstruct_residues for products on Gaussian moduli (parts 2), int8 residues, LIMBS <= 4,
+// MMA_TILE outputs a warp, adjacent in the products (MMA_TILE divides their fastest size and,
+// columns_fastest, first_column). Each warp copies the products of its next MMA_STAGES - 1 tiles
+// into its ring of stages in shared memory (dynamic: MMA_STAGES stages of 8 words for each of 32
+// planes a k-step, a warp) while it reconstructs this one (with one tile ahead in registers, the
+// FP64-mma version took 1.3x the quads kernel's time: too few loads in flight). Lane (g, t) rounds
+// part t / 2 (re, im) of the tile's outputs 4 g + 2 (t % 2) + i, i < 2, and writes output
+// 4 g + 2 (t % 2) + t / 2.
+template <int LIMBS>
+__device__ __forceinline__ void reconstruct_gaussian_tiles(const signed char *__restrict__ products, long long rows,
+                                                           int k, int n_moduli, const ReconstructTables &tables,
+                                                           const GaussianDigits &digits,
+                                                           const int *__restrict__ row_scales,
+                                                           const int *__restrict__ col_scales, double2 *out,
+                                                           long long first_column, unsigned long long ascending,
+                                                           int n_targets, int columns_fastest, const long long *offsets,
+                                                           const ColumnOffsets &columns)
+{
+    const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+    const int steps = (2 * n_moduli + 31) / 32, stage_words = 256 * steps;
+    unsigned b[MMA_STEPS][4][2];  // this lane's B fragments: k-step, n-tile, planes 4 t and 16 + 4 t
+#pragma unroll
+    for (int s = 0; s < MMA_STEPS; ++s)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) b[s][c][h] = s < steps ? digits.word(n_moduli, s, 16 * h + 4 * t, c, g) : 0u;
+    unsigned *ring = dynamic_shared_words() + (threadIdx.x / 32) * MMA_STAGES * stage_words;
+    const long long count = rows * k, tiles = count / MMA_TILE;
+    const TileCopies copies(count, 2 * n_moduli, 32 * steps, lane);
+    double product_limbs[MAX_LIMBS];  // in registers for every tile
+#pragma unroll
+    for (int j = 0; j < MAX_LIMBS; ++j) product_limbs[j] = j < LIMBS ? tables.product_limbs[j] : 0.0;
+    const int mine = 4 * g + 2 * (t % 2) + t / 2;  // the output this lane writes
+    const long long mine_column = columns_fastest ? column_offset(mine, ascending, n_targets) : 0;
+    TilePosition at((columns_fastest ? (int)rows : k) / MMA_TILE, global_warp(), warp_count());
+    // The tile `ahead` turns from this one (turn `turn` of the warp's loop) into its stage.
+    auto stage_ahead = [&](int turn, int ahead) {
+        const long long tile = at.index + ahead * at.index_step;
+        if (tile < tiles)
+            copies.issue(products + tile * MMA_TILE, ring + (turn + ahead) % MMA_STAGES * stage_words);
+        else
+            copy_async_commit();  // an empty group: the waits count groups
+    };
+    for (int ahead = 0; ahead < MMA_STAGES - 1; ++ahead) stage_ahead(0, ahead);
+    for (int turn = 0; at.index < tiles; at.next(), ++turn) {
+        stage_ahead(turn, MMA_STAGES - 1);
+        copy_async_wait<MMA_STAGES - 1>();
+        __syncwarp();  // the other lanes' copies too
+        const unsigned *stage = ring + turn % MMA_STAGES * stage_words + g;
+        int d[2][4][4] = {};  // group, n-tile: the mma's C fragment
+#pragma unroll
+        for (int s = 0; s < MMA_STEPS; ++s) {
+            if (s >= steps) break;
+            unsigned words[2][4], bytes[2][4];  // planes 32 s + 16 h + 4 t + i: words of 4 outputs, then of one
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) words[h][i] = stage[8 * (32 * s + 16 * h + 4 * t + i)];
+                transpose_bytes(words[h], bytes[h]);
+            }
+#pragma unroll
+            for (int group = 0; group < 2; ++group) {
+                const uint4 a = make_uint4(bytes[0][2 * group], bytes[0][2 * group + 1], bytes[1][2 * group],
+                                           bytes[1][2 * group + 1]);
+#pragma unroll
+                for (int c = 0; c < 4; ++c) mma_s8(d[group][c], a, b[s][c][0], b[s][c][1]);
+            }
+        }
+        __syncwarp();  // every lane has read the stage before a lane copies into it again
+        double limbs[2][MAX_LIMBS], values[2];
+        gather_limbs(d, t, limbs);
+        const long long slow = at.row;
+        const int first_fast = MMA_TILE * at.col;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int fast = first_fast + 4 * g + 2 * (t % 2) + i;
+            const int exponent = columns_fastest ? -(row_scales[fast] + col_scales[slow])
+                                                 : -(row_scales[slow] + col_scales[fast]);
+            CrtSums<LIMBS>::subtract_multiple(limbs[i], product_limbs, tables.inv_product);
+            values[i] = CrtSums<LIMBS>::rounded(limbs[i], exponent);
+        }
+        // Lanes t and t ^ 2 hold re and im of the same two outputs: each gives the other its half.
+        const double other = __shfl_xor_sync(FULL_MASK, t < 2 ? values[1] : values[0], 2);
+        const double2 result = t < 2 ? make_double2(values[0], other) : make_double2(other, values[1]);
+        double2 *place = columns_fastest
+                             ? out + columns.of(first_column + first_fast, ascending, n_targets) + mine_column +
+                                   offsets[slow]
+                             : out + columns.of(first_column + slow, ascending, n_targets) + offsets[first_fast + mine];
+        *place = result;
+    }
+    copy_async_wait<0>();  // the empty groups' (no copy is left in flight at exit)
+}
+
+// products (2 n_moduli, rows, k), or (2 n_moduli, k, rows) where columns_fastest, int8 residues on
+// Gaussian moduli; the arguments as crt_gate_reconstruct's (parts is 2), n_limbs at most 4. One
+// thread per output; dynamic shared memory: MMA_STAGES * 256 * ceil(n_moduli / 16) words a warp.
+extern "C" __global__ void __launch_bounds__(256, MMA_RECONSTRUCT_BLOCKS_PER_SM)
+    crt_gate_reconstruct_gaussian_mma(const signed char *__restrict__ products, long long rows, int k, int parts,
+                                      int n_moduli, const double *__restrict__ moduli,
+                                      const double *__restrict__ inverses, const double *__restrict__ im_inverses,
+                                      int n_limbs, const double *__restrict__ partial_limbs,
+                                      const double *__restrict__ product_limbs, const int *__restrict__ row_scales,
+                                      const int *__restrict__ col_scales, double2 *out, long long first_column,
+                                      unsigned long long targets, unsigned long long ascending, int n_targets,
+                                      int columns_fastest)
+{
+    __shared__ long long offsets[MAX_GATE_K];
+    __shared__ ColumnOffsets columns;
+    __shared__ GaussianDigits digits;
+    fill_amplitude_offsets(offsets, k, targets, n_targets);
+    columns.fill(ascending, n_targets);
+    const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
+                                                             partial_limbs, product_limbs);
+    digits.fill(tables, n_moduli);
+    __syncthreads();
+    for_limbs(n_limbs, [&](auto limbs) {
+        constexpr int LIMBS = decltype(limbs)::value;
+        if constexpr (LIMBS <= 4)
+            reconstruct_gaussian_tiles<LIMBS>(products, rows, k, n_moduli, tables, digits, row_scales, col_scales,
+                                              out, first_column, ascending, n_targets, columns_fastest, offsets,
+                                              columns);
+    });
+}

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "column_exponents.cuh"
+#include "mma_s8.cuh"
 
 #define DIGIT_BITS 8
 #define BAD_COLUMN (-0x40000000)  // column exponent marking NaN or Inf in the column
@@ -110,20 +111,6 @@ __device__ __forceinline__ DigitWords<SX> digit_words(double y)
             out.w[i] = (unsigned)((i < 2 ? lo : hi) >> (32 * (i & 1)));
     }
     return out;
-}
-
-// d += A B of the warp's m16n8k32 INT8 fragments (PTX's layouts; int32 wraps). Compiled for the
-// host, the harness's emulation (tests/host_cuda/ozaki_gate_host.cpp).
-__device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 &a, unsigned b0, unsigned b1)
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-#else
-    host_mma_s8(d, a, b0, b1);
-#endif
 }
 
 // The compiled-in plan: p + q = t, 1 <= p <= SX, 1 <= q <= SG, t <= TOP; the chunk with top
