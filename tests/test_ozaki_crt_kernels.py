@@ -342,6 +342,12 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
     products take the quads kernel where bit 0 is a target (K >= 4) and, columns-fastest, in chunks
     of 4 and 8 columns where it is not; other chunks there, K = 2 and int32 products the
     one-output kernel."""
+    check_host_gate(kernels, gemm_backend.get(backend_name(m, gaussian)), targets, chunk, reduced, rng)
+
+
+def check_host_gate(kernels, backend, targets, chunk, reduced, rng):
+    """host_gate on a state of max(7, len(targets) + 3) qubits whose columns 1, 2, 3 are zero,
+    subnormal and huge, bit for bit against the CPU path on the gathered columns."""
     n, k = max(7, len(targets) + 3), 1 << len(targets)
     state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
     u = seed_paper_matrix(rng, (k, k), 1.0, True)
@@ -353,7 +359,6 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
         return columns
 
     state = at_targets(state, targets, scale_columns)
-    backend = gemm_backend.get(backend_name(m, gaussian))
     expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
     assert host_gate(kernels, backend, u, state, targets, chunk, reduced)
     assert same_bits(state, expected)
@@ -362,15 +367,12 @@ def test_host_gate_kernels_take_the_columns_at_any_targets(kernels, m, gaussian,
 @pytest.mark.parametrize("targets, chunk", [((8, 0, 5, 2, 7, 3), 5), ((6, 2), 32)])
 def test_host_mma_reconstruction_takes_two_k_steps(kernels, targets, chunk, rng):
     """17 Gaussian moduli, the most the mma kernel takes (4 limbs): 34 planes of products, two
-    k-steps of 32, the second mostly zeros; the bits of the CPU path, as above."""
-    n, k = max(7, len(targets) + 3), 1 << len(targets)
-    state = seed_paper_matrix(rng, (1 << n,), 4.0, True)
-    u = seed_paper_matrix(rng, (k, k), 1.0, True)
+    k-steps of 32, the second mostly zeros; the bits of the CPU path, as above (extreme columns
+    included)."""
     backend = gemm_backend.get(backend_name(17, True))
-    assert gate_reconstruct_variant(chunk, k, 0, 0 not in targets, True, 2, backend.plan.limbs) == "mma"
-    expected = at_targets(state, targets, lambda columns: batched_on_columns(backend, u, columns))
-    assert host_gate(kernels, backend, u, state, targets, chunk, reduced=True)
-    assert same_bits(state, expected)
+    assert gate_reconstruct_variant(chunk, 1 << len(targets), 0, 0 not in targets, True, 2,
+                                    backend.plan.limbs) == "mma"
+    check_host_gate(kernels, backend, targets, chunk, True, rng)
 
 
 def test_host_gate_kernels_flag_non_finite_columns(kernels, rng):
