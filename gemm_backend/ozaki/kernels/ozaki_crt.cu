@@ -328,10 +328,10 @@ __device__ __forceinline__ void stage_products(const signed char *from, long lon
 // state (target_layout.py: gate index bit i at state bit targets[i], packed six bits each) holds
 // the amplitudes column_offset(c) + amplitude_offset(a), a < K. The kernels below read a chunk of
 // columns there and write its results back there, so that no gathered copy of the columns is
-// made, whatever the targets; the amplitudes' offsets come from a table in shared memory. Their
-// arithmetic per column is that of
-// crt_row_scales, crt_residues and crt_reconstruct on the column as a row of K complex values (a
-// row's maximum and its sum of squares are exact in any order), so the bits are the same.
+// made, whatever the targets; both offsets come from tables in shared memory (GateOffsets). Their
+// arithmetic per column is that of crt_row_scales, crt_residues and crt_reconstruct on the column
+// as a row of K complex values (a row's maximum and its sum of squares are exact in any order), so
+// the bits are the same.
 #define MAX_GATE_K 1024
 
 __device__ __forceinline__ int packed_field(unsigned long long fields, int i) { return (int)((fields >> (6 * i)) & 63u); }
@@ -366,18 +366,63 @@ struct ColumnOffsets {
     }
 };
 
-// offsets[a] = the offset of amplitude a from its column's amplitude 0, for a < k; every thread of
-// the block calls it, before a barrier.
-__device__ __forceinline__ void fill_amplitude_offsets(long long *offsets, int k, unsigned long long targets,
-                                                       int n_targets)
-{
-    for (int a = threadIdx.x; a < k; a += blockDim.x) {
-        long long offset = 0;
-        for (int i = 0; i < n_targets; ++i)
-            if ((a >> i) & 1) offset += 1LL << packed_field(targets, i);
-        offsets[a] = offset;
+// Where a gate's amplitudes lie in the state, as the block's tables in shared memory: amplitudes[a],
+// the offset of amplitude a from its column's amplitude 0 (a < k), and the columns' amplitude 0.
+struct GateOffsets {
+    long long amplitudes[MAX_GATE_K];
+    ColumnOffsets columns;
+
+    // Every thread of the block calls it, before a barrier.
+    __device__ void fill(int k, unsigned long long targets, unsigned long long ascending, int n_targets)
+    {
+        for (int a = threadIdx.x; a < k; a += blockDim.x) {
+            long long offset = 0;
+            for (int i = 0; i < n_targets; ++i)
+                if ((a >> i) & 1) offset += 1LL << packed_field(targets, i);
+            amplitudes[a] = offset;
+        }
+        columns.fill(ascending, n_targets);
     }
-}
+
+    // Amplitude 0 of column c.
+    __device__ __forceinline__ long long column(long long c, unsigned long long ascending, int n_targets) const
+    {
+        return columns.of(c, ascending, n_targets);
+    }
+};
+
+// The outputs of a chunk's products, (.., slow, fast): slow a column of the chunk (first_column ..)
+// and fast its amplitude, or the other way round where columns_fastest. Output (slow, fast) is its
+// products' value times 2^exponent(slow, fast) (the row scales of its column and of the gate's row)
+// and goes to place(slow, fast) in the state.
+struct GateOutputs {
+    const GateOffsets &offsets;
+    const int *row_scales, *col_scales;
+    double2 *out;
+    long long first_column;
+    unsigned long long ascending;
+    int n_targets;
+    bool columns_fastest;
+
+    __device__ __forceinline__ int exponent(long long slow, int fast) const
+    {
+        return columns_fastest ? -(row_scales[fast] + col_scales[slow]) : -(row_scales[slow] + col_scales[fast]);
+    }
+
+    __device__ __forceinline__ double2 *place(long long slow, int fast) const
+    {
+        const long long column = columns_fastest ? fast : slow;
+        const int amplitude = columns_fastest ? (int)slow : fast;
+        return out + offsets.column(first_column + column, ascending, n_targets) + offsets.amplitudes[amplitude];
+    }
+
+    // place(slow, fast + j) - place(slow, fast) where j < 2^b and 2^b divides fast and first_column: the
+    // offsets add over disjoint bits.
+    __device__ __forceinline__ long long adjacent(int j) const
+    {
+        return columns_fastest ? offsets.column(j, ascending, n_targets) : offsets.amplitudes[j];
+    }
+};
 
 // crt_gate_residues gives each column a group of gate_column_threads(padded) threads of a block of
 // GATE_RESIDUE_THREADS, four adjacent amplitudes per thread, held in registers from the load through
@@ -453,9 +498,9 @@ extern "C" __global__ void __launch_bounds__(GATE_RESIDUE_THREADS, GATE_RESIDUE_
                       signed char *__restrict__ out, long long out_stride)
 {
     __shared__ ResidueModulus table[MAX_MODULI];
-    __shared__ long long offsets[MAX_GATE_K];
+    __shared__ GateOffsets offsets;
     __shared__ double largest_slots[GATE_RESIDUE_THREADS / 32], square_slots[GATE_RESIDUE_THREADS / 32];
-    fill_amplitude_offsets(offsets, k, targets, n_targets);
+    offsets.fill(k, targets, ascending, n_targets);
     load_residue_moduli(table, moduli, root_table, n_moduli);  // synchronises the block
     const int threads = gate_column_threads(padded), groups = GATE_RESIDUE_THREADS / threads;
     const int group = threadIdx.x / threads, quad = threadIdx.x % threads;  // amplitudes 4 quad .. 4 quad + 3
@@ -463,14 +508,14 @@ extern "C" __global__ void __launch_bounds__(GATE_RESIDUE_THREADS, GATE_RESIDUE_
     for (long long first = (long long)blockIdx.x * groups; first < rows; first += stride) {  // block-uniform trips
         const long long row = first + group;
         const bool active = row < rows;
-        const double2 *column = x + column_offset(first_column + (active ? row : first), ascending, n_targets);
+        const double2 *column = x + offsets.column(first_column + (active ? row : first), ascending, n_targets);
         double2 v[4];
         double largest = 0.0;  // Inf where an amplitude is NaN or Inf
         const double infinity = __longlong_as_double(0x7ff0000000000000LL);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int a = 4 * quad + j;
-            v[j] = active && a < k ? column[offsets[a]] : make_double2(0.0, 0.0);
+            v[j] = active && a < k ? column[offsets.amplitudes[a]] : make_double2(0.0, 0.0);
             const double re = fabs(v[j].x), im = fabs(v[j].y);
             largest = fmax(largest, isfinite(re) && isfinite(im) ? fmax(re, im) : infinity);
         }
@@ -530,37 +575,28 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
                                                           const double *__restrict__ im_inverses, int n_limbs,
                                                           const double *__restrict__ partial_limbs,
                                                           const double *__restrict__ product_limbs,
-                                                          const int *__restrict__ row_scales,
-                                                          const int *__restrict__ col_scales, double2 *out,
-                                                          long long first_column, unsigned long long targets,
-                                                          unsigned long long ascending, int n_targets,
-                                                          int columns_fastest)
+                                                          const GateOutputs &outputs)
 {
-    __shared__ long long offsets[MAX_GATE_K];
-    fill_amplitude_offsets(offsets, k, targets, n_targets);
+    // synchronises the block, the outputs' tables filled before too
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
-    // column_offset adds over disjoint bits: columns first_column + i + j (V divides first_column and
-    // i, j < V) lie at column_offset(first_column + i) + column_offset(j).
-    long long next_columns[V];
+    long long adjacent[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) next_columns[j] = columns_fastest ? column_offset(j, ascending, n_targets) : 0;
+    for (int j = 0; j < V; ++j) adjacent[j] = outputs.adjacent(j);
     const long long count = rows * k, groups = count / V;
     const int words = n_moduli * parts;
     unsigned *stages = dynamic_shared_words();
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
-        TilePosition at((columns_fastest ? (int)rows : k) / V);
+        TilePosition at((outputs.columns_fastest ? (int)rows : k) / V);
         if constexpr (V > 1)
             if (at.index < groups) stage_products(products + V * at.index, count, words, stages);
         for (int stage = 0; at.index < groups; at.next(), stage ^= 1) {
-            const long long column = columns_fastest ? V * (long long)at.col : at.row;
-            const int amplitude = columns_fastest ? (int)at.row : V * at.col;
+            const long long slow = at.row;
+            const int fast = V * at.col;
             int exponents[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                exponents[j] = columns_fastest ? -(row_scales[column + j] + col_scales[amplitude])
-                                               : -(row_scales[column] + col_scales[amplitude + j]);
+            for (int j = 0; j < V; ++j) exponents[j] = outputs.exponent(slow, fast + j);
             double2 results[V];
             if constexpr (V == 1) {
                 reconstructed<LIMBS, 1, Product>(products + at.index, count, parts, n_moduli, tables, exponents,
@@ -575,10 +611,9 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
                 reconstructed<LIMBS, V, Product>(stages + stage * words * blockDim.x + threadIdx.x, blockDim.x, parts,
                                                  n_moduli, tables, exponents, results);
             }
-            double2 *first = out + column_offset(first_column + column, ascending, n_targets);
+            double2 *first = outputs.place(slow, fast);
 #pragma unroll
-            for (int j = 0; j < V; ++j)
-                first[columns_fastest ? next_columns[j] + offsets[amplitude] : offsets[amplitude + j]] = results[j];
+            for (int j = 0; j < V; ++j) first[adjacent[j]] = results[j];
         }
     });
 }
@@ -594,9 +629,12 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
              const int *__restrict__ col_scales, double2 *out, long long first_column, unsigned long long targets,   \
              unsigned long long ascending, int n_targets, int columns_fastest)                                       \
     {                                                                                                                  \
+        __shared__ GateOffsets offsets;                                                                                \
+        offsets.fill(k, targets, ascending, n_targets);                                                                \
+        const GateOutputs outputs{offsets, row_scales, col_scales, out, first_column, ascending, n_targets,            \
+                                  columns_fastest != 0};                                                               \
         reconstruct_gate_products<V>(products, rows, k, parts, n_moduli, moduli, inverses, im_inverses, n_limbs,     \
-                                     partial_limbs, product_limbs, row_scales, col_scales, out, first_column,        \
-                                     targets, ascending, n_targets, columns_fastest);                                \
+                                     partial_limbs, product_limbs, outputs);                                          \
     }
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct, int, 1, RECONSTRUCT_BLOCKS_PER_SM)
 CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues, signed char, 1, RECONSTRUCT_BLOCKS_PER_SM)
@@ -762,12 +800,7 @@ struct TileCopies {
 template <int LIMBS>
 __device__ __forceinline__ void reconstruct_gaussian_tiles(const signed char *__restrict__ products, long long rows,
                                                            int k, int n_moduli, const ReconstructTables &tables,
-                                                           const GaussianDigits &digits,
-                                                           const int *__restrict__ row_scales,
-                                                           const int *__restrict__ col_scales, double2 *out,
-                                                           long long first_column, unsigned long long ascending,
-                                                           int n_targets, int columns_fastest, const long long *offsets,
-                                                           const ColumnOffsets &columns)
+                                                           const GaussianDigits &digits, const GateOutputs &outputs)
 {
     const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
     const int steps = (2 * n_moduli + 31) / 32, stage_words = 256 * steps;
@@ -785,8 +818,7 @@ __device__ __forceinline__ void reconstruct_gaussian_tiles(const signed char *__
 #pragma unroll
     for (int j = 0; j < MAX_LIMBS; ++j) product_limbs[j] = j < LIMBS ? tables.product_limbs[j] : 0.0;
     const int mine = 4 * g + 2 * (t % 2) + t / 2;  // the output this lane writes
-    const long long mine_column = columns_fastest ? column_offset(mine, ascending, n_targets) : 0;
-    TilePosition at((columns_fastest ? (int)rows : k) / MMA_TILE, global_warp(), warp_count());
+    TilePosition at((outputs.columns_fastest ? (int)rows : k) / MMA_TILE, global_warp(), warp_count());
     // The tile `ahead` turns from this one (turn `turn` of the warp's loop) into its stage.
     auto stage_ahead = [&](int turn, int ahead) {
         const long long tile = at.index + ahead * at.index_step;
@@ -827,20 +859,13 @@ __device__ __forceinline__ void reconstruct_gaussian_tiles(const signed char *__
         const int first_fast = MMA_TILE * at.col;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-            const int fast = first_fast + 4 * g + 2 * (t % 2) + i;
-            const int exponent = columns_fastest ? -(row_scales[fast] + col_scales[slow])
-                                                 : -(row_scales[slow] + col_scales[fast]);
             CrtSums<LIMBS>::subtract_multiple(limbs[i], product_limbs, tables.inv_product);
-            values[i] = CrtSums<LIMBS>::rounded(limbs[i], exponent);
+            values[i] = CrtSums<LIMBS>::rounded(limbs[i], outputs.exponent(slow, first_fast + 4 * g + 2 * (t % 2) + i));
         }
         // Lanes t and t ^ 2 hold re and im of the same two outputs: each gives the other its half.
         const double other = __shfl_xor_sync(FULL_MASK, t < 2 ? values[1] : values[0], 2);
-        const double2 result = t < 2 ? make_double2(values[0], other) : make_double2(other, values[1]);
-        double2 *place = columns_fastest
-                             ? out + columns.of(first_column + first_fast, ascending, n_targets) + mine_column +
-                                   offsets[slow]
-                             : out + columns.of(first_column + slow, ascending, n_targets) + offsets[first_fast + mine];
-        *place = result;
+        *outputs.place(slow, first_fast + mine) =
+            t < 2 ? make_double2(values[0], other) : make_double2(other, values[1]);
     }
     copy_async_wait<0>();  // the empty groups' (no copy is left in flight at exit)
 }
@@ -858,11 +883,9 @@ extern "C" __global__ void __launch_bounds__(256, MMA_RECONSTRUCT_BLOCKS_PER_SM)
                                       unsigned long long targets, unsigned long long ascending, int n_targets,
                                       int columns_fastest)
 {
-    __shared__ long long offsets[MAX_GATE_K];
-    __shared__ ColumnOffsets columns;
+    __shared__ GateOffsets offsets;
     __shared__ GaussianDigits digits;
-    fill_amplitude_offsets(offsets, k, targets, n_targets);
-    columns.fill(ascending, n_targets);
+    offsets.fill(k, targets, ascending, n_targets);
     const ReconstructTables tables = load_reconstruct_tables(parts, n_moduli, moduli, inverses, im_inverses, n_limbs,
                                                              partial_limbs, product_limbs);
     digits.fill(tables, n_moduli);
@@ -870,8 +893,8 @@ extern "C" __global__ void __launch_bounds__(256, MMA_RECONSTRUCT_BLOCKS_PER_SM)
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
         if constexpr (LIMBS <= 4)
-            reconstruct_gaussian_tiles<LIMBS>(products, rows, k, n_moduli, tables, digits, row_scales, col_scales,
-                                              out, first_column, ascending, n_targets, columns_fastest, offsets,
-                                              columns);
+            reconstruct_gaussian_tiles<LIMBS>(products, rows, k, n_moduli, tables, digits,
+                                              {offsets, row_scales, col_scales, out, first_column, ascending, n_targets,
+                                               columns_fastest != 0});
     });
 }
