@@ -21,7 +21,9 @@
 #define STAGES 4
 #define CONSUMER_WARPS 8
 #define THREADS (32 * CONSUMER_WARPS + 128)
-// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 65536 (the cap at entry is 168).
+// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 = 384 x 168, the block's registers at
+// launch (the cap at entry is 168); a warpgroup that asks for more than the block holds waits for
+// ever (a split of 128 x 80 + 256 x 216 hung, BENCHMARKS.md round 21).
 #define PRODUCER_REGISTERS 40
 #define CONSUMER_REGISTERS 232
 #define A_BYTES (TILE_M * TILE_K)
