@@ -24,7 +24,8 @@ if [[ $what == profile ]]; then
   for tree in "${trees[@]}"; do
     name=$([[ $tree == .old ]] && echo before || echo after)
     (cd "$tree" && PYTHONPATH="$PWD${site:+:$site}" timeout 150 ncu --clock-control none --section SpeedOfLight \
-      --section WarpStateStats --section SchedulerStats --section SourceCounters -k regex:crt_products --launch-skip 3 \
+      --section WarpStateStats --section SchedulerStats --section SourceCounters --print-details all \
+      -k regex:crt_products --launch-skip 3 \
       --launch-count 1 python3 scripts/dev/crt_gate_stages.py --qubits 28 --gate-size 9 --moduli 16 --repeats 1) \
       > "$out/ncu_products_$name.txt" 2>&1
     grep -E "Duration|Issue Slots|Eligible Warps|Active Warps|Warp Cycles Per Issued" "$out/ncu_products_$name.txt"
