@@ -10,7 +10,7 @@ import pytest
 
 import gemm_backend
 from gemm_backend.ozaki.crt import crt_plan
-from gemm_backend.ozaki.crt_backend import CrtLayout, gate_reconstruct_variant
+from gemm_backend.ozaki.crt_backend import MMA_STAGES, CrtLayout, gate_reconstruct_variant, mma_stage_words
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 from gemm_backend.target_layout import pack_targets
 
@@ -373,6 +373,15 @@ def test_host_mma_reconstruction_takes_two_k_steps(kernels, targets, chunk, rng)
     assert gate_reconstruct_variant(chunk, 1 << len(targets), 0, 0 not in targets, True, 2,
                                     backend.plan.limbs) == "mma"
     check_host_gate(kernels, backend, targets, chunk, True, rng)
+
+
+def test_mma_reconstruction_ring_sized_as_the_kernel_takes_it(kernels):
+    """The host sizes the mma kernel's dynamic shared memory with MMA_STAGES stages of
+    mma_stage_words words a warp: the kernel's own figures, for every moduli count (a smaller
+    ring on the host would let the kernel's copies run past it)."""
+    assert kernels.host_mma_stages() == MMA_STAGES
+    for n_moduli in range(1, max(GAUSSIAN_MODULI) + 1):
+        assert kernels.host_mma_stage_words(ctypes.c_int(n_moduli)) == mma_stage_words(n_moduli), n_moduli
 
 
 def test_host_gate_kernels_flag_non_finite_columns(kernels, rng):

@@ -553,9 +553,9 @@ class _GpuTiles:
         variant = gate_reconstruct_variant(rows, layout.k, first, columns_fastest, products.dtype == np.int8,
                                            layout.parts, layout.plan.limbs)
         if variant == "mma":
-            stage_words = 256 * -(-2 * layout.plan.count // 32)  # 32 planes a k-step, 8 words a plane
             _launch_staged(_module().get_function("crt_gate_reconstruct_gaussian_mma"), rows * layout.k, args,
-                           MMA_RECONSTRUCT_BLOCKS_PER_SM, MMA_STAGES * stage_words * (THREADS // 32) * 4)
+                           MMA_RECONSTRUCT_BLOCKS_PER_SM,
+                           MMA_STAGES * mma_stage_words(layout.plan.count) * (THREADS // 32) * 4)
         elif variant == "quads":
             words = layout.plan.count * layout.parts
             _launch_staged(_module().get_function(name + "_quads"), rows * layout.k // 4, args,
@@ -642,6 +642,12 @@ def gate_reconstruct_variant(rows: int, k: int, first: int, columns_fastest: boo
     if reduced and parts == 2 and limbs <= MMA_MAX_LIMBS and divides(MMA_TILE):
         return "mma"
     return "quads" if reduced and divides(4) else "one"
+
+
+def mma_stage_words(n_moduli: int) -> int:
+    """32-bit words of a warp's stage of crt_gate_reconstruct_gaussian_mma, as the kernel takes them
+    (ozaki_crt.cu's mma_stage_words): 8 for each of the 32 planes of every k-step, 2 n_moduli planes."""
+    return 256 * -(-2 * n_moduli // 32)
 
 
 def _launch_staged(kernel, threads: int, args: tuple, most_blocks_per_sm: int, shared_bytes: int) -> None:

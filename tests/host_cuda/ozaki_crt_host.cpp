@@ -49,6 +49,10 @@ inline unsigned *host_dynamic_shared_words() { return host_shared_words; }
 #include KERNELS
 
 extern "C" {
+// The mma reconstruction's ring as the kernel sizes it: its stages and a warp's words in a stage.
+int host_mma_stages() { return MMA_STAGES; }
+int host_mma_stage_words(int n_moduli) { return mma_stage_words(n_moduli); }
+
 void host_row_scales(const double *x, long long rows, int cols, long long row_stride, int bits, int *scales,
                      int *nonfinite)
 {
