@@ -7,7 +7,7 @@ import pytest
 from gemm_backend import BackendError
 from gemm_backend.arrays import cupy_module, gpu_available
 from gemm_backend.ozaki.crt import crt_plan
-from gemm_backend.ozaki.crt_products import reduced_products, reduces_on_chip
+from gemm_backend.ozaki.crt_products import MAX_PADDED, RESIDENT_PADDED, reduced_products, reduces_on_chip
 from gemm_backend.ozaki.gate import wgmma_here
 
 from .helpers import symmetric_residues
@@ -30,6 +30,12 @@ def expected_residues(a, b, padded: int, blocks: int, parts: int, plan):
     (128, 256, 128, 8, False),     # one whole tile, Karatsuba's three parts
     (1000, 1024, 1024, 16, True),  # a d = 10 gate chunk's shape, int8-auto's default plan
     (257, 528, 512, 9, False),
+    (6000, 512, 512, 16, True),    # a d = 9 gate chunk: the resident slice, each group across blocks
+    (5, 16, 16, 8, True),          # one tile: the second warpgroup has none
+    (4100, 272, 384, 8, False),    # two column tiles, one nearly empty; three steps of h
+    (70, 24, 48, 8, True),         # columns off the 16-byte grid
+    (512, 40, 512, 16, True),      # a gate's rows by a narrow chunk of columns (columns fastest)
+    (512, 17000, 512, 16, True),   # too many column tiles for the resident slices: both stream
 ])
 def test_products_equal_the_exact_products_modulo_p(rows, cols, padded, moduli, gaussian, rng):
     cp = cupy_module()
@@ -47,16 +53,40 @@ def test_products_equal_the_exact_products_modulo_p(rows, cols, padded, moduli, 
 
 @pytest.mark.gpu
 @requires_hopper
-def test_products_refuse_columns_off_the_store_width_and_inexact_sums():
+@pytest.mark.parametrize("padded, gaussian", [(MAX_PADDED, False), (RESIDENT_PADDED, True)])
+def test_products_exact_at_the_largest_sums(padded, gaussian):
+    """Rows and columns of one value each, so that the sums reach +-padded 127^2 (nearly the whole
+    int32 range where padded = MAX_PADDED; p = 256 among the Karatsuba moduli)."""
+    cp = cupy_module()
+    plan = crt_plan(8, gaussian)
+    parts = 2 if gaussian else 3
+    blocks = plan.count * parts
+    row_values = np.array([127, -127, 126, 1, -1, 0, 100, -77] * 8, np.int64)
+    col_values = np.array([-127, 127, 1, -1, 0, 3, -126, 125] * 2, np.int64)
+    a = cp.asarray(np.repeat(row_values.astype(np.int8)[:, None], blocks * padded, axis=1))
+    b = cp.asarray(np.repeat(col_values.astype(np.int8)[:, None], blocks * padded, axis=1))
+    out = cp.empty((blocks, len(row_values), len(col_values)), cp.int8)
+    reduced_products(a, b, padded, blocks, parts, cp.asarray(plan.p), out)
+    products = padded * np.outer(row_values, col_values)
+    expected = symmetric_residues(np.broadcast_to(products, (blocks, *products.shape)), plan, parts)
+    np.testing.assert_array_equal(out.get(), expected)
+
+
+@pytest.mark.gpu
+@requires_hopper
+def test_products_refuse_inexact_sums_and_too_many_moduli():
     cp = cupy_module()
     a = cp.zeros((8, 32), cp.int8)
     with pytest.raises(BackendError, match="multiples of 16"):
-        reduced_products(a, cp.zeros((24, 32), cp.int8), 16, 2, 2, cp.ones(1), cp.zeros((2, 8, 24), cp.int8))
-    assert reduces_on_chip(1024, 1 << 17) and not reduces_on_chip(1024, (1 << 17) + 16)
+        reduced_products(a, cp.zeros((24, 32), cp.int8), 8, 4, 2, cp.ones(2), cp.zeros((4, 8, 24), cp.int8))
+    with pytest.raises(BackendError, match="at most 32 moduli"):
+        reduced_products(cp.zeros((8, 66 * 16), cp.int8), cp.zeros((16, 66 * 16), cp.int8), 16, 66, 2, cp.ones(33),
+                         cp.zeros((66, 8, 16), cp.int8))
+    assert reduces_on_chip(1 << 17) and not reduces_on_chip((1 << 17) + 16)
 
 
 def test_products_stay_off_the_chip_without_hopper():
     """Without an sm_90 GPU every product comes from cuBLAS (or the CPU path)."""
     if gpu_available() and wgmma_here():
         pytest.skip("this GPU reduces on the chip")
-    assert not reduces_on_chip(1024, 1024)
+    assert not reduces_on_chip(1024)

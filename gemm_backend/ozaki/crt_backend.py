@@ -97,12 +97,13 @@ class CrtLayout:
         """Residue blocks per row: one per modulus and part."""
         return self.plan.count * self.parts
 
-    def a_row_bytes(self, cols: int, on_gpu: bool) -> int:
+    def a_row_bytes(self, cols: int, on_gpu: bool, products_reduced: bool = False) -> int:
         """Working bytes per row of A in a tile of `cols` columns of B. GPU: residues and int32
-        products. CPU: residues, float64 temporaries, one modulus's float64 residues, products
-        and the reconstruction."""
+        products (int8 where products_reduced: every product of the tiles reduced on the chip).
+        CPU: residues, float64 temporaries, one modulus's float64 residues, products and the
+        reconstruction."""
         if on_gpu:
-            return self.blocks * self.padded + 4 * self.blocks * cols + 4
+            return self.blocks * self.padded + (1 if products_reduced else 4) * self.blocks * cols + 4
         per_output = self.parts + self.outputs * (self.plan.limbs + _CPU_OUTPUT_TEMPORARIES)
         return (self.blocks + 8 * self.parts + 8 * _CPU_INPUT_TEMPORARIES * self.width) * self.k \
             + 8 * per_output * cols + 4
@@ -311,7 +312,8 @@ class OzakiCrtBackend(GemmBackend):
         # the CPU's float64 residues and products cost more per row: it takes a chunk in several tiles
         cpu_rows = (workspace - k * layout.b_col_bytes(False)) // layout.a_row_bytes(k, False)
         tile_rows = chunk_rows if on_gpu else max(1, min(chunk_rows, cpu_rows))
-        tiles = _TILES[on_gpu](layout, tile_rows, k)
+        tiles = _GpuTiles(layout, tile_rows, k, reduces_on_chip(layout.padded)) if on_gpu else \
+            _CpuTiles(layout, tile_rows, k)
         gathered = None if direct else xp.empty((chunk_rows, k), xp.complex128)
         return chunk_rows, tile_rows, self._b_tile(tiles, b, slice(0, k), k), gathered, tiles
 
@@ -336,9 +338,11 @@ class OzakiCrtBackend(GemmBackend):
     def _gate_costs(self, k: int) -> tuple:
         """(bytes held for a whole apply_batched call, bytes per state column of a chunk) on the
         GPU: the gate's residues and float64 rows; a column's gathered values, residues and
-        products with every column of the gate (B is one tile: its residues are held anyway)."""
+        products with every column of the gate (B is one tile: its residues are held anyway),
+        int8 where this GPU reduces them on the chip."""
         layout = CrtLayout(self.plan, k, True)
-        return k * layout.b_col_bytes(True), layout.a_row_bytes(k, True) + 8 * layout.width * k
+        per_column = layout.a_row_bytes(k, True, reduces_on_chip(layout.padded)) + 8 * layout.width * k
+        return k * layout.b_col_bytes(True), per_column
 
     def _b_tile(self, tiles, b, cols: slice, col_step: int) -> "_BTile":
         """The tile of B's columns `cols`: their residues and scales, and where its products go in
@@ -500,12 +504,13 @@ class _GpuTiles:
     residues and the products go to one scratch of `rows` x `cols`, allocated here and reused by
     every tile: a call holds the same memory whatever its tile count."""
 
-    def __init__(self, layout: CrtLayout, rows: int, cols: int):
+    def __init__(self, layout: CrtLayout, rows: int, cols: int, products_reduced: bool = False):
         cp = cupy_module()
         self.layout = layout
         self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cp.cuda.Device().id)
         self._residue_scratch = cp.empty(rows * layout.blocks * layout.padded, cp.int8)
-        self._product_scratch = cp.empty(layout.blocks * rows * cols, cp.int32)
+        # bytes for int32 products, or int8 where every product is reduced on the chip (gates: one width)
+        self._product_scratch = cp.empty(layout.blocks * rows * cols * (1 if products_reduced else 4), cp.int8)
 
     def residues(self, rows, scales, out=None):
         """(r, blocks * padded) int8 (_gpu_residues), in `out` when given."""
@@ -572,12 +577,12 @@ class _GpuTiles:
         layout = self.layout
         shape = (layout.blocks, row_residues.shape[0], col_residues.shape[0])
         size = shape[0] * shape[1] * shape[2]
-        if reduces_on_chip(shape[2], layout.padded):
-            products = self._product_scratch.view(cp.int8)[:size].reshape(shape)
+        if reduces_on_chip(layout.padded):
+            products = self._product_scratch[:size].reshape(shape)
             reduced_products(row_residues, col_residues, layout.padded, layout.blocks, layout.parts,
                              self.tables["p"], products)
         else:
-            products = self._product_scratch[:size].reshape(shape)
+            products = self._product_scratch.view(cp.int32)[:size].reshape(shape)
             gemm_tn_blocks(row_residues, col_residues, layout.padded, layout.blocks, out=products)
         return products
 

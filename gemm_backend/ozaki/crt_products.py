@@ -18,13 +18,18 @@ from .gate import WGMMA_ARCH, wgmma_here
 TILE_M, TILE_N, TILE_K, STAGES = 128, 256, 128, 4
 THREADS = 384
 SHARED_BYTES = 1024 + STAGES * ((TILE_M + TILE_N) * TILE_K + 16)
-COLUMN_ALIGNMENT = 16  # the residues leave in 16-byte stores along a row
+# crt_products_resident: a block's slice of B (TILE_N rows x at most RESIDENT_PADDED bytes) stays in
+# shared memory beside two rings of RESIDENT_STAGES steps of 64 rows of A, one a consumer warpgroup.
+RESIDENT_PADDED, RESIDENT_STAGES, RESIDENT_ROWS = 512, 6, 64
+RESIDENT_SHARED_BYTES = 1024 + TILE_N * RESIDENT_PADDED + 2 * RESIDENT_STAGES * RESIDENT_ROWS * TILE_K \
+    + 8 * (2 + 4 * RESIDENT_STAGES)
 MAX_PADDED = 1 << 17  # int32 sums of padded products of two int8 stay exact
+MAX_MODULI = 32  # the kernels' table of reductions
 
 
-def reduces_on_chip(cols: int, padded: int) -> bool:
-    """Whether reduced_products takes products with `cols` columns of inner size `padded` on this GPU."""
-    return cols % COLUMN_ALIGNMENT == 0 and padded <= MAX_PADDED and wgmma_here()
+def reduces_on_chip(padded: int) -> bool:
+    """Whether reduced_products takes products of inner size `padded` on this GPU."""
+    return padded <= MAX_PADDED and wgmma_here()
 
 
 def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: int, moduli, out) -> None:
@@ -33,23 +38,34 @@ def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: in
     a_residues (rows, >= blocks * padded) and b_residues (cols, ...) int8 cupy arrays with unit
     column stride and row strides in multiples of 16 bytes; padded a multiple of 16, at most
     MAX_PADDED; moduli: the plan's p, float64 on the device; out: C-contiguous (blocks, rows, cols)
-    int8, cols a multiple of 16 (reduces_on_chip)."""
+    int8 (reduces_on_chip). Where one block's slice of b_residues fits in shared memory (padded <=
+    RESIDENT_PADDED) and the slices leave room for two groups of blocks, the slice stays there
+    (crt_products_resident); else both operands stream (crt_products)."""
     cp = cupy_module()
     rows, cols = a_residues.shape[0], b_residues.shape[0]
     if out.shape != (blocks, rows, cols) or out.dtype != cp.int8 or not out.flags.c_contiguous:
         raise BackendError(f"reduced_products: out must be C-contiguous int8 {(blocks, rows, cols)}")
-    if not reduces_on_chip(cols, padded) or padded % 16:
-        raise BackendError(f"reduced_products takes {cols} columns of inner size {padded} only on Hopper, for "
-                           f"columns and inner sizes in multiples of 16, inner sizes up to {MAX_PADDED}; "
-                           "use cublas_ex.gemm_tn_blocks")
+    if not reduces_on_chip(padded) or padded % 16:
+        raise BackendError(f"reduced_products takes inner size {padded} only on Hopper, for inner sizes in "
+                           f"multiples of 16 up to {MAX_PADDED}; use cublas_ex.gemm_tn_blocks")
+    if blocks > MAX_MODULI * parts:
+        raise BackendError(f"reduced_products takes at most {MAX_MODULI} moduli, got {blocks // parts}")
     if rows == 0:
         return
-    a_map = _residue_map(a_residues, padded, blocks, TILE_M)
     b_map = _residue_map(b_residues, padded, blocks, TILE_N)
-    tiles = -(-rows // TILE_M) * -(-cols // TILE_N) * blocks
-    _kernel()((min(tiles, multiprocessor_count()),), (THREADS,), (
-        a_map, cp.int64(rows), b_map, cp.int32(cols), cp.int32(padded), cp.int32(blocks), cp.int32(parts), moduli,
-        out), shared_mem=SHARED_BYTES)
+    col_tiles = -(-cols // TILE_N)
+    if padded <= RESIDENT_PADDED and 2 * col_tiles <= multiprocessor_count():
+        a_map = _residue_map(a_residues, padded, blocks, RESIDENT_ROWS)
+        a_tiles = -(-rows // RESIDENT_ROWS) * blocks
+        groups = max(1, min(multiprocessor_count() // col_tiles, -(-a_tiles // 2)))
+        kernel, grid, shared = _kernel("crt_products_resident", RESIDENT_SHARED_BYTES), groups * col_tiles, \
+            RESIDENT_SHARED_BYTES
+    else:
+        a_map = _residue_map(a_residues, padded, blocks, TILE_M)
+        tiles = -(-rows // TILE_M) * col_tiles * blocks
+        kernel, grid, shared = _kernel("crt_products", SHARED_BYTES), min(tiles, multiprocessor_count()), SHARED_BYTES
+    kernel((grid,), (THREADS,), (a_map, cp.int64(rows), b_map, cp.int32(cols), cp.int32(padded), cp.int32(blocks),
+                                 cp.int32(parts), moduli, out), shared_mem=shared)
 
 
 def _residue_map(residues, padded: int, blocks: int, box_rows: int):
@@ -61,7 +77,7 @@ def _residue_map(residues, padded: int, blocks: int, box_rows: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel():
-    kernel = arch_kernel("crt_products.cu", "crt_products", (), WGMMA_ARCH)
-    kernel.max_dynamic_shared_size_bytes = SHARED_BYTES
+def _kernel(name: str, shared_bytes: int):
+    kernel = arch_kernel("crt_products.cu", name, (), WGMMA_ARCH)
+    kernel.max_dynamic_shared_size_bytes = shared_bytes
     return kernel

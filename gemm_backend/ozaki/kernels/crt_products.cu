@@ -4,7 +4,7 @@
 // for the residue layouts of crt_backend.py: a (rows, blocks, padded) and g (cols, blocks, padded)
 // int8, each seen through a three-dimensional tensor map (padded, blocks, rows) whose boxes are
 // 128 bytes of h x 1 block x 128 (a) or TILE_N (g) rows, zero past every end; out (blocks, rows,
-// cols) int8, cols a multiple of 16. Exact for padded <= 2^17 (|sum| < 2^31).
+// cols) int8 (16-byte stores where 16 divides cols). Exact for padded <= 2^17 (|sum| < 2^31).
 //
 // A persistent block takes output tiles blockIdx.x, + gridDim.x, ... (output_tile's order), each
 // 128 rows x TILE_N columns, in steps of 128 bytes of h:
@@ -120,15 +120,49 @@ __device__ __forceinline__ void tensor_copy(unsigned shared, const void *map, in
                  : "memory");
 }
 
+// Reduction of int32 products modulo p on the FP32 pipe, for any int32 product P: the bytes b_i of
+// P + 2^31 (unsigned) give S = sum_i b_i (2^(8 i) mod p) == P + 2^31 (mod p), 0 <= S < 4 * 255^2, by
+// one dp4a, whose accumulator adds the bits of M = 1.5 * 2^23 (a float whose unit in the last place
+// is 1) less 2^31 mod p: the float M + S', S' == P. Then q = round(S' / p) (one FMA rounding at
+// M's unit: |S' / p - fl(S' fl(1 / p))| <= |S'| 2^-23 / p < 1 / (2 p), the least distance from S' / p
+// to a half-integer for odd p) and M + S' - q p is exact, with the symmetric residue in its low byte
+// (for p = 256, where q may round a tie either way, every residue has that byte).
+struct ModularReduction {
+    unsigned byte_weights;  // byte i: 2^(8 i) mod p
+    unsigned offset;        // the bits of M less 2^31 mod p
+    float p, inverse;       // p, fl(1 / p)
+};
+
+#define MAX_MODULI 32
+#define ROUNDING_MAGIC 12582912.0f  // M
+__device__ __forceinline__ ModularReduction modular_reduction(int p)
+{
+    unsigned weights = 0;
+    for (int i = 0; i < 4; ++i) weights |= ((1u << (8 * i)) % (unsigned)p) << (8 * i);
+    return {weights, __float_as_uint(ROUNDING_MAGIC) - (1u << 31) % (unsigned)p, (float)p, 1.0f / (float)p};
+}
+
+// The symmetric residue of `product` modulo m.p, in the low byte.
+__device__ __forceinline__ unsigned residue_byte(int product, const ModularReduction &m)
+{
+    const float shifted = __uint_as_float(__dp4a((unsigned)product ^ 0x80000000u, m.byte_weights, m.offset));
+    const float quotient = fmaf(shifted - ROUNDING_MAGIC, m.inverse, ROUNDING_MAGIC) - ROUNDING_MAGIC;
+    return __float_as_uint(fmaf(-quotient, m.p, shifted));
+}
+
+// Every modulus's reduction in shared memory (count <= MAX_MODULI), from the plan's p (float64).
+__device__ __forceinline__ void fill_reductions(ModularReduction *reductions, const double *moduli, int count)
+{
+    if (threadIdx.x < count) reductions[threadIdx.x] = modular_reduction((int)moduli[threadIdx.x]);
+}
+
 // The warpgroup's products d (64 x TILE_N) modulo p into out (rows x cols int8) from (row, col),
 // through `staging` (64 rows x 128 bytes of shared memory, 16-byte chunks swizzled by row), 128
-// columns at a time: each warp writes and reads back its own 16 rows. u = P - floor(P magic / 2^32) p
-// lies in (-p/4, 5p/4) (crt_arith.cuh's product_residue), and one conditional subtraction makes it
-// symmetric.
+// columns at a time: each warp writes and reads back its own 16 rows.
 __device__ __forceinline__ void store_residues(const int (&d)[TILE_N / 2], signed char *staging, signed char *out,
-                                               long long rows, int cols, long long row, int col, int p)
+                                               long long rows, int cols, long long row, int col,
+                                               const ModularReduction &m)
 {
-    const int magic = (int)((0x100000000ull + p / 2) / p), half = (p - 1) / 2;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
     signed char *mine = staging + warp * 16 * 128;
 #pragma unroll
@@ -138,15 +172,10 @@ __device__ __forceinline__ void store_residues(const int (&d)[TILE_N / 2], signe
             const int r = 8 * h + (lane >> 2);
 #pragma unroll
             for (int nt = 0; nt < 16; ++nt) {
-                signed char v[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int product = d[4 * (16 * pass + nt) + 2 * h + e];
-                    const int u = product - __mulhi(product, magic) * p;
-                    v[e] = (signed char)(u > half ? u - p : u);
-                }
-                *(char2 *)(mine + r * 128 + (((nt >> 1) ^ (r & 7)) << 4) + 8 * (nt & 1) + 2 * (lane & 3)) =
-                    make_char2(v[0], v[1]);
+                const int *pair = d + 4 * (16 * pass + nt) + 2 * h;
+                const unsigned bytes = __byte_perm(residue_byte(pair[0], m), residue_byte(pair[1], m), 0x0040);
+                *(unsigned short *)(mine + r * 128 + (((nt >> 1) ^ (r & 7)) << 4) + 8 * (nt & 1) + 2 * (lane & 3)) =
+                    (unsigned short)bytes;
             }
         }
         __syncwarp();
@@ -156,7 +185,16 @@ __device__ __forceinline__ void store_residues(const int (&d)[TILE_N / 2], signe
             const long long out_row = row + 16 * warp + r;
             const int out_col = col + 128 * pass + 16 * c;
             const int4 chunk = *(const int4 *)(mine + r * 128 + ((c ^ (r & 7)) << 4));
-            if (out_row < rows && out_col < cols) *(int4 *)(out + out_row * cols + out_col) = chunk;
+            if (out_row >= rows || out_col >= cols) continue;
+            if (cols % 16 == 0) {
+                *(int4 *)(out + out_row * cols + out_col) = chunk;
+            } else {  // rows off the 16-byte grid (a narrow chunk of columns): byte by byte
+                const unsigned words[4] = {(unsigned)chunk.x, (unsigned)chunk.y, (unsigned)chunk.z, (unsigned)chunk.w};
+#pragma unroll
+                for (int b = 0; b < 16; ++b)
+                    if (out_col + b < cols)
+                        out[out_row * cols + out_col + b] = (signed char)(words[b / 4] >> (8 * (b % 4)));
+            }
         }
         __syncwarp();
     }
@@ -204,7 +242,7 @@ __device__ __forceinline__ void produce(const void *a_map, const void *g_map, in
 
 // The consumer warpgroups' part of crt_products: this block's steps from the ring at base.
 __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, int col_tiles, long long rows, int cols,
-                                        int parts, const double *__restrict__ moduli, signed char *__restrict__ out,
+                                        int parts, const ModularReduction *reductions, signed char *__restrict__ out,
                                         signed char *shared, unsigned base, unsigned full, unsigned empty)
 {
     const unsigned shared_start = (unsigned)__cvta_generic_to_shared(shared);
@@ -213,7 +251,7 @@ __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, i
     // The epilogue stays out of the loop over k: in a branch of it, ptxas serialises the products.
     for (int t = blockIdx.x, step = 0; step < steps; t += gridDim.x) {
         const OutputTile tile = output_tile(t, row_tiles, col_tiles);
-        const int p = (int)moduli[tile.block / parts];
+        const ModularReduction m = reductions[tile.block / parts];
         unsigned a_rows = 0;
         for (int kt = 0; kt < k_steps; ++kt, ++step) {
             const int s = step % STAGES;
@@ -231,7 +269,7 @@ __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, i
         }
         wgmma_wait<0>();
         store_residues(d, shared + (a_rows - shared_start), out + (long long)tile.block * rows * cols, rows, cols,
-                       tile.row + 64 * warpgroup, tile.col, p);
+                       tile.row + 64 * warpgroup, tile.col, m);
         // the staging rows' generic writes before the producer's next bulk copy into them
         fence_shared_for_wgmma();
         __syncwarp();
@@ -240,13 +278,15 @@ __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, i
 }
 
 // a_map, g_map: the residues' tensor maps (device memory, 128 bytes each); moduli: the plan's p
-// (float64), block b reduced modulo p_(b / parts). Launch THREADS threads and 1024 + STAGES
-// (STAGE_BYTES + 16) bytes of dynamic shared memory, at most one block per output tile.
+// (float64, blocks / parts <= MAX_MODULI of them), block b reduced modulo p_(b / parts). Launch
+// THREADS threads and 1024 + STAGES (STAGE_BYTES + 16) bytes of dynamic shared memory, at most one
+// block per output tile.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     crt_products(const void *a_map, long long rows, const void *g_map, int cols, int padded, int blocks, int parts,
                  const double *__restrict__ moduli, signed char *__restrict__ out)
 {
     extern __shared__ __align__(1024) signed char shared[];
+    __shared__ ModularReduction reductions[MAX_MODULI];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(shared) + 1023) & ~1023u;  // the swizzle's atoms
     const unsigned full = base + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
     const int col_tiles = (cols + TILE_N - 1) / TILE_N, row_tiles = (int)((rows + TILE_M - 1) / TILE_M);
@@ -259,6 +299,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    fill_reductions(reductions, moduli, blocks / parts);
     __syncthreads();
     if (threadIdx.x >= 32 * CONSUMER_WARPS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
@@ -266,6 +307,168 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             produce(a_map, g_map, steps, k_steps, row_tiles, col_tiles, base, full, empty);
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
-        consume(steps, k_steps, row_tiles, col_tiles, rows, cols, parts, moduli, out, shared, base, full, empty);
+        consume(steps, k_steps, row_tiles, col_tiles, rows, cols, parts, reductions, out, shared, base, full, empty);
+    }
+}
+
+// crt_products for gate shapes, where one block's slice of g (TILE_N rows x padded <= RESIDENT_PADDED
+// bytes) fits in shared memory: the same outputs, with g read into shared memory once per slice
+// instead of once per output tile, and each consumer warpgroup on tiles of 64 rows of its own.
+// - Blocks come in groups of col_tiles, one block per TILE_N columns of g. A group takes a range
+//   of the (block, 64 rows of a) tiles, block slowest, and its blocks read the same rows of a at
+//   about the same time (all but the first from the L2). A block reads its slice of g for each
+//   block of the moduli that its range crosses (a segment).
+// - Warpgroup w takes the range's tiles w, w + 2, ... from a ring of its own (RESIDENT_STAGES steps
+//   of 64 rows x 128 bytes of h), filled by producer warp w; producer warp 2 reads the slices.
+// - The warpgroups take turns at the tensor cores (named barriers 1 and 2: each issues a tile's
+//   products once the other has issued its last), so that one reduces and stores its residues
+//   while the other's products run.
+#define RESIDENT_PADDED 512
+#define RESIDENT_STAGES 6
+#define WG_ROWS 64
+#define RING_BYTES (WG_ROWS * TILE_K)
+#define SLICE_STEP_BYTES (TILE_N * TILE_K)  // one step of h of a slice
+
+// A place in a warpgroup's ring: the stage and the parity of its round.
+struct RingCursor {
+    int stage = 0;
+    unsigned round = 0;
+    __device__ __forceinline__ void advance()
+    {
+        if (++stage == RESIDENT_STAGES) stage = 0, ++round;
+    }
+};
+
+struct ResidentRange {
+    int first, end, row_tiles;  // tiles [first, end) of the (block, WG_ROWS rows) tiles; row tiles a block
+    __device__ __forceinline__ int block(int t) const { return t / row_tiles; }
+    __device__ __forceinline__ int row(int t) const { return (t - block(t) * row_tiles) * WG_ROWS; }
+};
+
+__device__ __forceinline__ ResidentRange resident_range(long long rows, int blocks, int col_tiles)
+{
+    const int row_tiles = (int)((rows + WG_ROWS - 1) / WG_ROWS);
+    const long long tiles = (long long)row_tiles * blocks, groups = gridDim.x / col_tiles;
+    const long long group = blockIdx.x / col_tiles;
+    return {(int)(tiles * group / groups), (int)(tiles * (group + 1) / groups), row_tiles};
+}
+
+// Producer warp w < 2: warpgroup w's steps of a into its ring.
+__device__ __forceinline__ void produce_rows(const void *a_map, ResidentRange range, int k_steps, int w, unsigned ring,
+                                             unsigned full, unsigned empty)
+{
+    RingCursor at;
+    for (int t = range.first + w; t < range.end; t += 2)
+        for (int kt = 0; kt < k_steps; ++kt, at.advance()) {
+            const unsigned s = 8 * at.stage;
+            if (at.round > 0) barrier_wait(empty + s, (at.round - 1) & 1);
+            barrier_expect(full + s, RING_BYTES);
+            tensor_copy(ring + at.stage * RING_BYTES, a_map, kt * TILE_K, range.block(t), range.row(t), full + s);
+        }
+}
+
+// Producer warp 2: the slice of g of every segment, once both warpgroups are done with the last.
+__device__ __forceinline__ void produce_slices(const void *g_map, ResidentRange range, int k_steps, int col,
+                                               unsigned slice, unsigned slice_full, unsigned slice_empty)
+{
+    if (range.first >= range.end) return;
+    for (int block = range.block(range.first), segment = 0; block <= range.block(range.end - 1); ++block, ++segment) {
+        if (segment > 0) barrier_wait(slice_empty, (segment - 1) & 1);
+        barrier_expect(slice_full, k_steps * SLICE_STEP_BYTES);
+        for (int kt = 0; kt < k_steps; ++kt)
+            tensor_copy(slice + kt * SLICE_STEP_BYTES, g_map, kt * TILE_K, block, col, slice_full);
+    }
+}
+
+__device__ __forceinline__ void turn_wait(int w) { asm volatile("bar.sync %0, 256;" ::"r"(1 + w) : "memory"); }
+__device__ __forceinline__ void turn_pass(int w) { asm volatile("bar.arrive %0, 256;" ::"r"(2 - w) : "memory"); }
+
+// Consumer warpgroup w: its tiles of the range, segment by segment.
+__device__ __forceinline__ void consume_rows(ResidentRange range, int k_steps, long long rows, int cols, int col,
+                                             int parts, const ModularReduction *reductions,
+                                             signed char *__restrict__ out, signed char *shared, int w, unsigned ring,
+                                             unsigned full, unsigned empty, unsigned slice, unsigned slice_full,
+                                             unsigned slice_empty)
+{
+    const unsigned shared_start = (unsigned)__cvta_generic_to_shared(shared);
+    const int lane = threadIdx.x & 31;
+    int d[TILE_N / 2];
+    if (range.first >= range.end) return;
+    RingCursor at;
+    int t = range.first + w;
+    for (int block = range.block(range.first), segment = 0; block <= range.block(range.end - 1); ++block, ++segment) {
+        barrier_wait(slice_full, segment & 1);
+        const ModularReduction m = reductions[block / parts];
+        for (; t < range.end && range.block(t) == block; t += 2) {
+            if (t > range.first) turn_wait(w);  // the other warpgroup has issued tile t - 1's products
+            unsigned stage = 0, previous = 0;
+            for (int kt = 0; kt < k_steps; ++kt, at.advance()) {
+                barrier_wait(full + 8 * at.stage, at.round & 1);
+                previous = stage;
+                stage = ring + at.stage * RING_BYTES;
+                wgmma_fence<TILE_N / 8>();
+#pragma unroll
+                for (int j = 0; j < TILE_K / 32; ++j)
+                    wgmma_products(d, swizzled_descriptor(stage + 32 * j),
+                                   swizzled_descriptor(slice + kt * SLICE_STEP_BYTES + 32 * j), kt > 0 || j > 0);
+                wgmma_commit<TILE_N / 8>();
+                wgmma_wait<1>();  // the previous step's are done
+                if (kt > 0 && lane == 0) barrier_arrive(empty + 8 * ((previous - ring) / RING_BYTES));
+            }
+            if (t + 1 < range.end) turn_pass(w);
+            wgmma_wait<0>();
+            store_residues(d, shared + (stage - shared_start), out + (long long)block * rows * cols, rows, cols,
+                           range.row(t), col, m);
+            // the staging rows' generic writes before the producer's next bulk copy into them
+            fence_shared_for_wgmma();
+            __syncwarp();
+            if (lane == 0) barrier_arrive(empty + 8 * ((stage - ring) / RING_BYTES));
+        }
+        __syncwarp();
+        if (lane == 0) barrier_arrive(slice_empty);
+    }
+}
+
+// a_map: a's tensor map with boxes of WG_ROWS rows; g_map: g's with TILE_N rows; the rest as
+// crt_products, padded <= RESIDENT_PADDED. Launch THREADS threads in a multiple of col_tiles =
+// ceil(cols / TILE_N) blocks, with 1024 + TILE_N RESIDENT_PADDED + 2 RESIDENT_STAGES RING_BYTES +
+// 8 (2 + 4 RESIDENT_STAGES) bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    crt_products_resident(const void *a_map, long long rows, const void *g_map, int cols, int padded, int blocks,
+                          int parts, const double *__restrict__ moduli, signed char *__restrict__ out)
+{
+    extern __shared__ __align__(1024) signed char shared[];
+    __shared__ ModularReduction reductions[MAX_MODULI];
+    const unsigned slice = ((unsigned)__cvta_generic_to_shared(shared) + 1023) & ~1023u;
+    const unsigned rings = slice + TILE_N * RESIDENT_PADDED, barriers = rings + 2 * RESIDENT_STAGES * RING_BYTES;
+    const unsigned slice_full = barriers, slice_empty = barriers + 8;
+    const int col_tiles = (cols + TILE_N - 1) / TILE_N, k_steps = (padded + TILE_K - 1) / TILE_K;
+    const int col = (int)(blockIdx.x % col_tiles) * TILE_N;
+    const ResidentRange range = resident_range(rows, blocks, col_tiles);
+    // warpgroup w's ring and its barriers: full[s] (the producer's arrival), then empty[s] (its warps')
+    const int role = threadIdx.x >> 7, w = role < 2 ? role : (threadIdx.x >> 5) & 3;
+    const unsigned ring = rings + w * RESIDENT_STAGES * RING_BYTES;
+    const unsigned full = barriers + 16 + 16 * RESIDENT_STAGES * w, empty = full + 8 * RESIDENT_STAGES;
+    if (threadIdx.x == 0) {
+        barrier_init(slice_full, 1);
+        barrier_init(slice_empty, CONSUMER_WARPS);
+        for (int s = 0; s < 2 * RESIDENT_STAGES; ++s) {
+            const unsigned stage_full = barriers + 16 + 8 * (s + s / RESIDENT_STAGES * RESIDENT_STAGES);
+            barrier_init(stage_full, 1);
+            barrier_init(stage_full + 8 * RESIDENT_STAGES, CONSUMER_WARPS / 2);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    fill_reductions(reductions, moduli, blocks / parts);
+    __syncthreads();
+    if (role == 2) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
+        if ((threadIdx.x & 31) == 0 && w < 2) produce_rows(a_map, range, k_steps, w, ring, full, empty);
+        if ((threadIdx.x & 31) == 0 && w == 2)
+            produce_slices(g_map, range, k_steps, col, slice, slice_full, slice_empty);
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
+        consume_rows(range, k_steps, rows, cols, col, parts, reductions, out, shared, w, ring, full, empty, slice,
+                     slice_full, slice_empty);
     }
 }
