@@ -1,11 +1,15 @@
 """Ozaki-II's products reduced modulo p on the chip (ozaki/crt_products.py, kernels/crt_products.cu)
 against exact integer products reduced on the host: tiles cut by every edge (rows, columns and the
 inner size past a tile's end), several moduli counts, Karatsuba and Gaussian parts."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from gemm_backend import BackendError
 from gemm_backend.arrays import cupy_module, gpu_available
+from gemm_backend.ozaki import crt_products
 from gemm_backend.ozaki.crt import crt_plan
 from gemm_backend.ozaki.crt_products import MAX_PADDED, RESIDENT_PADDED, reduced_products, reduces_on_chip
 from gemm_backend.ozaki.gate import wgmma_here
@@ -83,6 +87,18 @@ def test_products_refuse_inexact_sums_and_too_many_moduli():
         reduced_products(cp.zeros((8, 66 * 16), cp.int8), cp.zeros((16, 66 * 16), cp.int8), 16, 66, 2, cp.ones(33),
                          cp.zeros((66, 8, 16), cp.int8))
     assert reduces_on_chip(1 << 17) and not reduces_on_chip((1 << 17) + 16)
+
+
+def test_host_sizes_are_the_kernels():
+    """The launch's shared memory and tiles (crt_products.py) are the kernel's #defines."""
+    source = (Path(crt_products.__file__).parent / "kernels" / "crt_products.cu").read_text()
+    defines = {name: int(value) for name, value in re.findall(r"^#define (\w+) (\d+)\b", source, re.MULTILINE)}
+    assert {name: defines[name] for name in ("TILE_M", "TILE_N", "TILE_K", "STAGES", "RESIDENT_PADDED",
+                                             "RESIDENT_STAGES", "WG_ROWS", "MAX_MODULI")} == {
+        "TILE_M": crt_products.TILE_M, "TILE_N": crt_products.TILE_N, "TILE_K": crt_products.TILE_K,
+        "STAGES": crt_products.STAGES, "RESIDENT_PADDED": crt_products.RESIDENT_PADDED,
+        "RESIDENT_STAGES": crt_products.RESIDENT_STAGES, "WG_ROWS": crt_products.RESIDENT_ROWS,
+        "MAX_MODULI": crt_products.MAX_MODULI}
 
 
 def test_products_stay_off_the_chip_without_hopper():

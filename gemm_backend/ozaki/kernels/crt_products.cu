@@ -123,10 +123,11 @@ __device__ __forceinline__ void tensor_copy(unsigned shared, const void *map, in
 // Reduction of int32 products modulo p on the FP32 pipe, for any int32 product P: the bytes b_i of
 // P + 2^31 (unsigned) give S = sum_i b_i (2^(8 i) mod p) == P + 2^31 (mod p), 0 <= S < 4 * 255^2, by
 // one dp4a, whose accumulator adds the bits of M = 1.5 * 2^23 (a float whose unit in the last place
-// is 1) less 2^31 mod p: the float M + S', S' == P. Then q = round(S' / p) (one FMA rounding at
-// M's unit: |S' / p - fl(S' fl(1 / p))| <= |S'| 2^-23 / p < 1 / (2 p), the least distance from S' / p
-// to a half-integer for odd p) and M + S' - q p is exact, with the symmetric residue in its low byte
-// (for p = 256, where q may round a tie either way, every residue has that byte).
+// is 1) less 2^31 mod p: the float M + S', S' == P, |S'| < 2^18. Then q = round(S' / p) by one FMA
+// rounding M + S' fl(1 / p) at M's unit (|S' fl(1 / p) - S' / p| <= |S'| 2^-24 / p < 1 / (2 p), the
+// least distance from S' / p to a half-integer for odd p), and M + S' - q p is exact, with the
+// symmetric residue in its low byte (for p = 256, where q may round a tie either way, both residues
+// have that byte).
 struct ModularReduction {
     unsigned byte_weights;  // byte i: 2^(8 i) mod p
     unsigned offset;        // the bits of M less 2^31 mod p
@@ -314,10 +315,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 // crt_products for gate shapes, where one block's slice of g (TILE_N rows x padded <= RESIDENT_PADDED
 // bytes) fits in shared memory: the same outputs, with g read into shared memory once per slice
 // instead of once per output tile, and each consumer warpgroup on tiles of 64 rows of its own.
-// - Blocks come in groups of col_tiles, one block per TILE_N columns of g. A group takes a range
-//   of the (block, 64 rows of a) tiles, block slowest, and its blocks read the same rows of a at
-//   about the same time (all but the first from the L2). A block reads its slice of g for each
-//   block of the moduli that its range crosses (a segment).
+// - Thread blocks come in groups of col_tiles, one per TILE_N columns of g. A group takes a range
+//   of the (block, 64 rows of a) tiles, block slowest, and its thread blocks read the same rows of
+//   a at about the same time (all but the first from the L2). A thread block reads its slice of g
+//   for each block that its range crosses (a segment).
 // - Warpgroup w takes the range's tiles w, w + 2, ... from a ring of its own (RESIDENT_STAGES steps
 //   of 64 rows x 128 bytes of h), filled by producer warp w; producer warp 2 reads the slices.
 // - The warpgroups take turns at the tensor cores (named barriers 1 and 2: each issues a tile's
@@ -329,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #define RING_BYTES (WG_ROWS * TILE_K)
 #define SLICE_STEP_BYTES (TILE_N * TILE_K)  // one step of h of a slice
 
-// A place in a warpgroup's ring: the stage and the parity of its round.
+// A place in a warpgroup's ring: the stage, and the round (how often the ring has wrapped).
 struct RingCursor {
     int stage = 0;
     unsigned round = 0;
