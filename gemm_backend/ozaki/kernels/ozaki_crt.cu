@@ -565,9 +565,10 @@ template <class Body> __device__ __forceinline__ void for_limbs(int n_limbs, Bod
 // whole sectors, and their loads stay adjacent bytes. A thread takes V outputs adjacent in the
 // products (one warp per column measured 1.6x slower on the H100). V = 1: one output, its products
 // loaded as it needs them. V = 4 (the _quads kernel; 4 divides the products' fastest size and,
-// columns_fastest, first_column): four outputs, their products copied into shared memory (2 stages
-// of n_moduli * parts words a thread, dynamic) while the thread reconstructs the previous four,
+// columns_fastest, first_column): four outputs, their products copied into shared memory (QUAD_STAGES
+// stages of n_moduli * parts words a thread, dynamic) while the thread reconstructs the previous four,
 // so that the loads' latency hides behind the arithmetic (ncu: half the stalls waited on them).
+#define QUAD_STAGES 2  // the _quads kernel's stages, taken in turn (stage ^= 1)
 template <int V, class Product>
 __device__ __forceinline__ void reconstruct_gate_products(const Product *__restrict__ products, long long rows, int k,
                                                           int parts, int n_moduli, const double *__restrict__ moduli,
@@ -585,6 +586,7 @@ __device__ __forceinline__ void reconstruct_gate_products(const Product *__restr
     for (int j = 0; j < V; ++j) adjacent[j] = outputs.adjacent(j);
     const long long count = rows * k, groups = count / V;
     const int words = n_moduli * parts;
+    static_assert(QUAD_STAGES == 2, "the stages alternate");
     unsigned *stages = dynamic_shared_words();
     for_limbs(n_limbs, [&](auto limbs) {
         constexpr int LIMBS = decltype(limbs)::value;
