@@ -10,8 +10,9 @@ import pytest
 
 import gemm_backend
 from gemm_backend.ozaki.crt import crt_plan
-from gemm_backend.ozaki.crt_backend import (MMA_STAGES, QUAD_RECONSTRUCT_BLOCKS_PER_SM, QUAD_STAGES, CrtLayout,
-                                           gate_reconstruct_variant, mma_stage_words)
+from gemm_backend.ozaki.crt_backend import (MMA_STAGES, QUAD_RECONSTRUCT_BLOCKS_PER_SM, QUAD_STAGES,
+                                           RECONSTRUCT_BLOCKS_PER_SM, CrtLayout, gate_reconstruct_variant,
+                                           mma_stage_words)
 from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 from gemm_backend.target_layout import pack_targets
 
@@ -385,11 +386,13 @@ def test_mma_reconstruction_ring_sized_as_the_kernel_takes_it(kernels):
         assert kernels.host_mma_stage_words(ctypes.c_int(n_moduli)) == mma_stage_words(n_moduli), n_moduli
 
 
-def test_quads_reconstruction_sized_as_the_kernel_takes_it(kernels):
+def test_quads_and_one_output_reconstructions_sized_as_the_kernels_take_them(kernels):
     """The host sizes the quads kernel's dynamic shared memory with QUAD_STAGES stages and launches
-    it QUAD_RECONSTRUCT_BLOCKS_PER_SM blocks a multiprocessor: the kernel's own figures."""
+    it QUAD_RECONSTRUCT_BLOCKS_PER_SM blocks a multiprocessor, the one-output kernels
+    RECONSTRUCT_BLOCKS_PER_SM: the kernels' own figures."""
     assert kernels.host_quad_stages() == QUAD_STAGES
     assert kernels.host_quad_blocks_per_sm() == QUAD_RECONSTRUCT_BLOCKS_PER_SM
+    assert kernels.host_reconstruct_blocks_per_sm() == RECONSTRUCT_BLOCKS_PER_SM
 
 
 def test_host_gate_kernels_flag_non_finite_columns(kernels, rng):

@@ -48,6 +48,7 @@ _CPU_INPUT_TEMPORARIES = 10
 _CPU_OUTPUT_TEMPORARIES = 24
 _SOURCE = kernel_path("ozaki_crt.cu")
 GATE_RESIDUE_BLOCKS_PER_SM = 4  # crt_gate_residues' __launch_bounds__ (ozaki_crt.cu)
+RECONSTRUCT_BLOCKS_PER_SM = 4  # the one-output reconstructions' __launch_bounds__ (ozaki_crt.cu)
 QUAD_RECONSTRUCT_BLOCKS_PER_SM = 2  # crt_gate_reconstruct_residues_quads' __launch_bounds__ (ozaki_crt.cu)
 QUAD_STAGES = 2  # its products staged in shared memory: the next four outputs' while it reconstructs these
 MMA_RECONSTRUCT_BLOCKS_PER_SM = 3  # crt_gate_reconstruct_gaussian_mma's __launch_bounds__ (ozaki_crt.cu)
@@ -566,7 +567,8 @@ class _GpuTiles:
             _launch_staged(_module().get_function(name + "_quads"), rows * layout.k // 4, args,
                            QUAD_RECONSTRUCT_BLOCKS_PER_SM, QUAD_STAGES * words * THREADS * 4)
         else:
-            launch_per_element(_module().get_function(name), rows * layout.k, args)
+            # persistent: each block fills its tables (GateOffsets, the moduli's) once
+            launch_per_element(_module().get_function(name), rows * layout.k, args, RECONSTRUCT_BLOCKS_PER_SM)
 
     def _products(self, row_residues, col_residues):
         """(blocks, rows, cols) in the scratch, rows and cols those of the two operands' residues

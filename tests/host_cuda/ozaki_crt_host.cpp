@@ -50,11 +50,12 @@ inline unsigned *host_dynamic_shared_words() { return host_shared_words; }
 
 extern "C" {
 // The mma reconstruction's ring as the kernel sizes it: its stages and a warp's words in a stage;
-// the quads reconstruction's stages and blocks a multiprocessor.
+// the quads reconstruction's stages and blocks a multiprocessor; the one-output reconstructions'.
 int host_mma_stages() { return MMA_STAGES; }
 int host_mma_stage_words(int n_moduli) { return mma_stage_words(n_moduli); }
 int host_quad_stages() { return QUAD_STAGES; }
 int host_quad_blocks_per_sm() { return QUAD_RECONSTRUCT_BLOCKS_PER_SM; }
+int host_reconstruct_blocks_per_sm() { return RECONSTRUCT_BLOCKS_PER_SM; }
 
 void host_row_scales(const double *x, long long rows, int cols, long long row_stride, int bits, int *scales,
                      int *nonfinite)
