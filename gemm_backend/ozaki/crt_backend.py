@@ -510,7 +510,7 @@ class _GpuTiles:
         self.layout = layout
         self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cp.cuda.Device().id)
         self._residue_scratch = cp.empty(rows * layout.blocks * layout.padded, cp.int8)
-        # bytes for int32 products, or int8 where every product is reduced on the chip (gates: one width)
+        # bytes for int32 products, or int8 ones where the caller knows this GPU reduces them (reduces_on_chip)
         self._product_scratch = cp.empty(layout.blocks * rows * cols * (1 if products_reduced else 4), cp.int8)
 
     def residues(self, rows, scales, out=None):
