@@ -313,8 +313,7 @@ class OzakiCrtBackend(GemmBackend):
         # the CPU's float64 residues and products cost more per row: it takes a chunk in several tiles
         cpu_rows = (workspace - k * layout.b_col_bytes(False)) // layout.a_row_bytes(k, False)
         tile_rows = chunk_rows if on_gpu else max(1, min(chunk_rows, cpu_rows))
-        tiles = _GpuTiles(layout, tile_rows, k, reduces_on_chip(layout.padded)) if on_gpu else \
-            _CpuTiles(layout, tile_rows, k)
+        tiles = _TILES[on_gpu](layout, tile_rows, k)
         gathered = None if direct else xp.empty((chunk_rows, k), xp.complex128)
         return chunk_rows, tile_rows, self._b_tile(tiles, b, slice(0, k), k), gathered, tiles
 
@@ -505,13 +504,14 @@ class _GpuTiles:
     residues and the products go to one scratch of `rows` x `cols`, allocated here and reused by
     every tile: a call holds the same memory whatever its tile count."""
 
-    def __init__(self, layout: CrtLayout, rows: int, cols: int, products_reduced: bool = False):
+    def __init__(self, layout: CrtLayout, rows: int, cols: int):
         cp = cupy_module()
         self.layout = layout
         self.tables = _device_tables(layout.plan.count, layout.plan.gaussian, cp.cuda.Device().id)
         self._residue_scratch = cp.empty(rows * layout.blocks * layout.padded, cp.int8)
-        # bytes for int32 products, or int8 ones where the caller knows this GPU reduces them (reduces_on_chip)
-        self._product_scratch = cp.empty(layout.blocks * rows * cols * (1 if products_reduced else 4), cp.int8)
+        # int8 products where this GPU reduces them on the chip, else int32 (gemm_tn_blocks)
+        self._reduces = reduces_on_chip(layout.padded)
+        self._product_scratch = cp.empty(layout.blocks * rows * cols * (1 if self._reduces else 4), cp.int8)
 
     def residues(self, rows, scales, out=None):
         """(r, blocks * padded) int8 (_gpu_residues), in `out` when given."""
@@ -579,7 +579,7 @@ class _GpuTiles:
         layout = self.layout
         shape = (layout.blocks, row_residues.shape[0], col_residues.shape[0])
         size = shape[0] * shape[1] * shape[2]
-        if reduces_on_chip(layout.padded):
+        if self._reduces:
             products = self._product_scratch[:size].reshape(shape)
             reduced_products(row_residues, col_residues, layout.padded, layout.blocks, layout.parts,
                              self.tables["p"], products)

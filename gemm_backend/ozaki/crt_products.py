@@ -55,17 +55,15 @@ def reduced_products(a_residues, b_residues, padded: int, blocks: int, parts: in
     b_map = _residue_map(b_residues, padded, blocks, TILE_N)
     col_tiles = -(-cols // TILE_N)
     if padded <= RESIDENT_PADDED and 2 * col_tiles <= multiprocessor_count():
-        a_map = _residue_map(a_residues, padded, blocks, RESIDENT_ROWS)
-        a_tiles = -(-rows // RESIDENT_ROWS) * blocks
-        groups = max(1, min(multiprocessor_count() // col_tiles, -(-a_tiles // 2)))
-        kernel, grid, shared = _kernel("crt_products_resident", RESIDENT_SHARED_BYTES), groups * col_tiles, \
-            RESIDENT_SHARED_BYTES
+        name, box_rows = "crt_products_resident", RESIDENT_ROWS
+        a_tiles = -(-rows // RESIDENT_ROWS) * blocks  # a warpgroup's tiles: two a group at least
+        grid = max(1, min(multiprocessor_count() // col_tiles, -(-a_tiles // 2))) * col_tiles
     else:
-        a_map = _residue_map(a_residues, padded, blocks, TILE_M)
-        tiles = -(-rows // TILE_M) * col_tiles * blocks
-        kernel, grid, shared = _kernel("crt_products", SHARED_BYTES), min(tiles, multiprocessor_count()), SHARED_BYTES
-    kernel((grid,), (THREADS,), (a_map, cp.int64(rows), b_map, cp.int32(cols), cp.int32(padded), cp.int32(blocks),
-                                 cp.int32(parts), moduli, out), shared_mem=shared)
+        name, box_rows = "crt_products", TILE_M
+        grid = min(-(-rows // TILE_M) * col_tiles * blocks, multiprocessor_count())
+    a_map = _residue_map(a_residues, padded, blocks, box_rows)
+    _kernel(name)((grid,), (THREADS,), (a_map, cp.int64(rows), b_map, cp.int32(cols), cp.int32(padded),
+                                        cp.int32(blocks), cp.int32(parts), moduli, out), shared_mem=_SHARED_BYTES[name])
 
 
 def _residue_map(residues, padded: int, blocks: int, box_rows: int):
@@ -76,8 +74,11 @@ def _residue_map(residues, padded: int, blocks: int, box_rows: int):
     return int8_tensor_map(residues, (padded, blocks, residues.shape[0]), (padded, row_bytes), (TILE_K, 1, box_rows))
 
 
+_SHARED_BYTES = {"crt_products": SHARED_BYTES, "crt_products_resident": RESIDENT_SHARED_BYTES}
+
+
 @functools.lru_cache(maxsize=None)
-def _kernel(name: str, shared_bytes: int):
+def _kernel(name: str):
     kernel = arch_kernel("crt_products.cu", name, (), WGMMA_ARCH)
-    kernel.max_dynamic_shared_size_bytes = shared_bytes
+    kernel.max_dynamic_shared_size_bytes = _SHARED_BYTES[name]
     return kernel

@@ -83,6 +83,18 @@ __device__ __forceinline__ void wgmma_products(int (&d)[TILE_N / 2], unsigned lo
                  : "l"(a), "l"(b), "r"(accumulate));
 }
 
+// One step of 128 bytes of h: d (+)= the warpgroup's 64 rows of A at a_rows by B's TILE_N rows at
+// b_rows (both 128-byte rows in the 128-byte swizzle), d overwritten at the tile's first step;
+// committed as one group.
+__device__ __forceinline__ void step_products(int (&d)[TILE_N / 2], unsigned a_rows, unsigned b_rows, bool first)
+{
+    wgmma_fence<TILE_N / 8>();
+#pragma unroll
+    for (int j = 0; j < TILE_K / 32; ++j)
+        wgmma_products(d, swizzled_descriptor(a_rows + 32 * j), swizzled_descriptor(b_rows + 32 * j), !first || j > 0);
+    wgmma_commit<TILE_N / 8>();
+}
+
 __device__ __forceinline__ void barrier_init(unsigned barrier, unsigned count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(barrier), "r"(count) : "memory");
@@ -259,12 +271,7 @@ __device__ __forceinline__ void consume(int steps, int k_steps, int row_tiles, i
             barrier_wait(full + 8 * s, (step / STAGES) & 1);
             const unsigned stage = base + s * STAGE_BYTES;
             a_rows = stage + warpgroup * 64 * TILE_K;
-            wgmma_fence<TILE_N / 8>();
-#pragma unroll
-            for (int j = 0; j < TILE_K / 32; ++j)
-                wgmma_products(d, swizzled_descriptor(a_rows + 32 * j), swizzled_descriptor(stage + A_BYTES + 32 * j),
-                               kt > 0 || j > 0);
-            wgmma_commit<TILE_N / 8>();
+            step_products(d, a_rows, stage + A_BYTES, kt == 0);
             wgmma_wait<1>();  // the previous step's are done
             if (kt > 0 && lane == 0) barrier_arrive(empty + 8 * ((step - 1) % STAGES));
         }
@@ -346,6 +353,13 @@ struct ResidentRange {
     __device__ __forceinline__ int row(int t) const { return (t - block(t) * row_tiles) * WG_ROWS; }
 };
 
+// Warpgroup w's ring barriers among the block's: full[s] (the producer's arrival), then empty[s]
+// (its warps'), after the slice's two.
+__device__ __forceinline__ unsigned ring_full(unsigned barriers, int w)
+{
+    return barriers + 16 + 16 * RESIDENT_STAGES * w;
+}
+
 __device__ __forceinline__ ResidentRange resident_range(long long rows, int blocks, int col_tiles)
 {
     const int row_tiles = (int)((rows + WG_ROWS - 1) / WG_ROWS);
@@ -407,12 +421,7 @@ __device__ __forceinline__ void consume_rows(ResidentRange range, int k_steps, l
                 barrier_wait(full + 8 * at.stage, at.round & 1);
                 previous = stage;
                 stage = ring + at.stage * RING_BYTES;
-                wgmma_fence<TILE_N / 8>();
-#pragma unroll
-                for (int j = 0; j < TILE_K / 32; ++j)
-                    wgmma_products(d, swizzled_descriptor(stage + 32 * j),
-                                   swizzled_descriptor(slice + kt * SLICE_STEP_BYTES + 32 * j), kt > 0 || j > 0);
-                wgmma_commit<TILE_N / 8>();
+                step_products(d, stage, slice + kt * SLICE_STEP_BYTES, kt == 0);
                 wgmma_wait<1>();  // the previous step's are done
                 if (kt > 0 && lane == 0) barrier_arrive(empty + 8 * ((previous - ring) / RING_BYTES));
             }
@@ -446,18 +455,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int col_tiles = (cols + TILE_N - 1) / TILE_N, k_steps = (padded + TILE_K - 1) / TILE_K;
     const int col = (int)(blockIdx.x % col_tiles) * TILE_N;
     const ResidentRange range = resident_range(rows, blocks, col_tiles);
-    // warpgroup w's ring and its barriers: full[s] (the producer's arrival), then empty[s] (its warps')
+    // warpgroup w's ring and its barriers
     const int role = threadIdx.x >> 7, w = role < 2 ? role : (threadIdx.x >> 5) & 3;
     const unsigned ring = rings + w * RESIDENT_STAGES * RING_BYTES;
-    const unsigned full = barriers + 16 + 16 * RESIDENT_STAGES * w, empty = full + 8 * RESIDENT_STAGES;
+    const unsigned full = ring_full(barriers, w), empty = full + 8 * RESIDENT_STAGES;
     if (threadIdx.x == 0) {
         barrier_init(slice_full, 1);
         barrier_init(slice_empty, CONSUMER_WARPS);
-        for (int s = 0; s < 2 * RESIDENT_STAGES; ++s) {
-            const unsigned stage_full = barriers + 16 + 8 * (s + s / RESIDENT_STAGES * RESIDENT_STAGES);
-            barrier_init(stage_full, 1);
-            barrier_init(stage_full + 8 * RESIDENT_STAGES, CONSUMER_WARPS / 2);
-        }
+        for (int group = 0; group < 2; ++group)
+            for (int s = 0; s < RESIDENT_STAGES; ++s) {
+                barrier_init(ring_full(barriers, group) + 8 * s, 1);
+                barrier_init(ring_full(barriers, group) + 8 * (RESIDENT_STAGES + s), CONSUMER_WARPS / 2);
+            }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     fill_reductions(reductions, moduli, blocks / parts);
