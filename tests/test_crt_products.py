@@ -89,6 +89,29 @@ def test_products_refuse_inexact_sums_and_too_many_moduli():
     assert reduces_on_chip(1 << 17) and not reduces_on_chip((1 << 17) + 16)
 
 
+def every_plan_modulus():
+    return sorted({int(p) for gaussian, counts in ((True, range(8, 23)), (False, range(8, 21)))
+                   for count in counts for p in crt_plan(count, gaussian).p})
+
+
+@pytest.mark.parametrize("p", every_plan_modulus())
+def test_reduction_quotient_is_exact_for_every_sum(p):
+    """The kernels' reduction (residue_byte): for every dp4a sum 0 <= S < 4 * 255^2 + p, the FMA
+    M + (S 2^-149) fl(2^129 / p) rounded at 2^-20 (ties to even) gives q with S - p q the symmetric
+    residue of S (either sign of a tie for p = 256). Integer arithmetic: fl(2^129 / p) = k 2^e."""
+    scaled_inverse = float(np.float32(1) / np.float32(p)) * 2.0 ** 129
+    assert float(np.float32(scaled_inverse)) == scaled_inverse < 2.0 ** 128
+    mantissa, exponent = np.frexp(scaled_inverse)
+    k, e = int(mantissa * 2 ** 24), int(exponent) - 24
+    sums = np.arange(4 * 255 ** 2 + p, dtype=np.int64)
+    shift = 149 - 20 - e  # S k 2^(e - 149) in units of 2^-20
+    quotient, rest = (sums * k) >> shift, (sums * k) & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    quotient += (rest > half) | ((rest == half) & (quotient % 2 == 1))
+    residues = sums - p * quotient
+    assert np.all(np.abs(residues) <= p // 2) and (p % 2 == 0 or np.all(np.abs(residues) <= (p - 1) // 2))
+
+
 def test_host_sizes_are_the_kernels():
     """The launch's shared memory and tiles (crt_products.py) are the kernel's #defines."""
     source = (Path(crt_products.__file__).parent / "kernels" / "crt_products.cu").read_text()
