@@ -95,15 +95,16 @@ def every_plan_modulus():
 
 
 @pytest.mark.parametrize("p", every_plan_modulus())
-def test_reduction_quotient_is_exact_for_every_sum(p):
-    """The kernels' reduction (residue_byte): for every dp4a sum 0 <= S < 4 * 255^2 + p, the FMA
+def test_rounded_quotient_is_exact_for_every_sum(p):
+    """rounded_quotient.cuh's reduction, as the products' dp4a sums (below 4 * 255^2 + p) and the
+    residues' started sums (below 2^20 + 2^8) use it: for every sum 0 <= S < 2^21, the FMA
     M + (S 2^-149) fl(2^129 / p) rounded at 2^-20 (ties to even) gives q with S - p q the symmetric
     residue of S (either sign of a tie for p = 256). Integer arithmetic: fl(2^129 / p) = k 2^e."""
     scaled_inverse = float(np.float32(1) / np.float32(p)) * 2.0 ** 129
     assert float(np.float32(scaled_inverse)) == scaled_inverse < 2.0 ** 128
     mantissa, exponent = np.frexp(scaled_inverse)
     k, e = int(mantissa * 2 ** 24), int(exponent) - 24
-    sums = np.arange(4 * 255 ** 2 + p, dtype=np.int64)
+    sums = np.arange(1 << 21, dtype=np.int64)
     shift = 149 - 20 - e  # S k 2^(e - 149) in units of 2^-20
     quotient, rest = (sums * k) >> shift, (sums * k) & ((1 << shift) - 1)
     half = 1 << (shift - 1)

@@ -20,8 +20,8 @@
 #define MAX_LIMBS 5
 #define MAX_MODULI 22  // registry.CRT_MODULI, GAUSSIAN_MODULI: the per-modulus constants live in shared memory
 #define WINDOW_BITS 62
-#define MAGIC_BITS 0x4B400000  // the float 1.5 * 2^23: integers n, |n| < 2^22, add to it exactly
-#define MAGIC 12582912.0f      // 1.5 * 2^23, whose bits are MAGIC_BITS
+
+#include "rounded_quotient.cuh"
 
 // -- residues: balanced bytes, dp4a against packed powers of two, one FP32 quotient ----------------
 
@@ -32,14 +32,12 @@
 // sum gives i_p Im modulo p directly.
 struct alignas(16) ResidueModulus {
     int powers[3];
-    float inv_p;                 // fl(1/p)
-    int neg_p;                   // -p
-    unsigned p, half, sum_shift; // p, floor(p/2), floor(p/2) + p - 2 magic_offset(p) (mod 2^32)
+    float inverse;  // scaled_inverse(p)
+    int neg_p;      // -p
+    int start;      // the dp4a sums' start: the least multiple of p at least 2^19
+    unsigned half, sum_shift;  // floor(p/2), floor(p/2) + p - 2 quotient_offset(p) (mod 2^32)
     int turned_powers[3];
 };
-
-// What magic_reduce adds to a residue modulo p: MAGIC_BITS (1 - p) modulo 2^32, a multiple of 2^22.
-__device__ __forceinline__ unsigned magic_offset(unsigned p) { return MAGIC_BITS * (1u - p); }
 
 // v mod p in [-floor(p/2), floor((p-1)/2)] (crt.symmetric_mod); set-up only.
 __device__ int symmetric_mod(int v, int p)
@@ -78,11 +76,11 @@ __device__ void load_residue_moduli(ResidueModulus *table, const double *moduli,
     if (l < n_moduli) {
         ResidueModulus &c = table[l];
         const int p = (int)moduli[l];
-        c.inv_p = 1.0f / (float)p;
+        c.inverse = scaled_inverse(p);
         c.neg_p = -p;
-        c.p = p;
+        c.start = ((1 << 19) + p - 1) / p * p;
         c.half = p / 2;
-        c.sum_shift = c.half + p - 2u * magic_offset(p);
+        c.sum_shift = c.half + p - 2u * quotient_offset(p);
     }
     __syncthreads();
 }
@@ -141,42 +139,35 @@ __device__ __forceinline__ int digit_sum(const Digits &digits, const int (&weigh
     return sum;
 }
 
-// The symmetric residue r of S modulo p, from the bits MAGIC_BITS + S of the float 1.5 2^23 + S
-// (|S| < 2^19), as r + magic_offset(p) (mod 2^32), whose low byte is r as int8. The quotient:
-// |S fl(1/p) - S/p| <= 2^19 / p * 2^-24 < 1/(4p), and for odd p the fraction of S/p stays 1/(2p)
-// away from 1/2, so the FFMA, rounding 1.5 2^23 + S fl(1/p) once to an integer, gives the float
-// 1.5 2^23 + q, q = rint(S/p), whose bits are MAGIC_BITS + q; for p = 256 the quotient is exact and
-// a tie may give r = +128 (int8: -128, crt.symmetric_mod's value). The IMAD then gives
-// MAGIC_BITS + S - (MAGIC_BITS + q) p = r + MAGIC_BITS (1 - p) (one instruction where an FFMA on the
-// float gave r + MAGIC_BITS after an FADD).
-__device__ __forceinline__ unsigned magic_reduce(int shifted_bits, const ResidueModulus &c)
+// The symmetric residue r of S' = S + c.start modulo p (|S| < 2^19, so 0 <= S' < 2^20 + 2^8: the
+// S' of reduced_residue), as r + quotient_offset(p) (mod 2^32), whose low byte is r as int8; the
+// start, a multiple of p, leaves the residue S's.
+__device__ __forceinline__ unsigned started_residue(int started_sum, const ResidueModulus &c)
 {
-    const float quotient = fmaf(__int_as_float(shifted_bits) - MAGIC, c.inv_p, MAGIC);
-    return (unsigned)(shifted_bits + __float_as_int(quotient) * c.neg_p);
+    return reduced_residue((unsigned)started_sum, c.neg_p, c.inverse);
 }
 
-// The symmetric residue of the value of `digits` modulo p (magic_reduce's value). S = sum d_b
-// (2^e_b mod p) == value (mod p) with |S| <= 12 * 128 * 128 < 2^18; 1.5 2^23 + S is exact and its
-// bits are MAGIC_BITS + S (dp4a adds S to them).
-template <int WORDS> __device__ __forceinline__ unsigned magic_residue(const Digits &digits, const ResidueModulus &c)
+// The symmetric residue of the value of `digits` modulo p (started_residue's value). S = sum d_b
+// (2^e_b mod p) == value (mod p) with |S| <= 12 * 128 * 128 < 2^18 (dp4a adds it to the start).
+template <int WORDS> __device__ __forceinline__ unsigned digit_residue(const Digits &digits, const ResidueModulus &c)
 {
-    return magic_reduce(digit_sum<WORDS>(digits, c.powers, MAGIC_BITS), c);
+    return started_residue(digit_sum<WORDS>(digits, c.powers, c.start), c);
 }
 
-// On a Gaussian modulus, the symmetric residues of Re + i_p Im and Re - i_p Im (magic_reduce's
+// On a Gaussian modulus, the symmetric residues of Re + i_p Im and Re - i_p Im (started_residue's
 // values) from one dp4a sum of Re against 2^e mod p and one of Im against i_p 2^e mod p: each sum
 // is below 12 * 128 * 120 in magnitude (p <= 241), so S_re +- S_im stays below 2^19.
 template <int WORDS>
 __device__ __forceinline__ void turned_residues(const Digits (&digits)[2], const ResidueModulus &c, unsigned &plus,
                                                 unsigned &minus)
 {
-    const int re = digit_sum<WORDS>(digits[0], c.powers, MAGIC_BITS);
+    const int re = digit_sum<WORDS>(digits[0], c.powers, c.start);
     const int im = digit_sum<WORDS>(digits[1], c.turned_powers, 0);
-    plus = magic_reduce(re + im, c);
-    minus = magic_reduce(re - im, c);
+    plus = started_residue(re + im, c);
+    minus = started_residue(re - im, c);
 }
 
-// The symmetric residue of r_re + r_im from two magic_residue results r + magic_offset(p) (low
+// The symmetric residue of r_re + r_im from two digit_residue results r + quotient_offset(p) (low
 // byte as int8). With r in [-(p-1)/2, (p-1)/2] (odd p) or [-128, 128] (p = 256),
 // v = r_re + r_im + floor(p/2) + p lies in [0, 3p); two unsigned steps v = min(v, v - p) (v - p
 // wraps above v when v < p) bring it into [0, p), and v - floor(p/2) is the residue in
@@ -184,8 +175,8 @@ __device__ __forceinline__ void turned_residues(const Digits (&digits)[2], const
 __device__ __forceinline__ unsigned sum_residue(unsigned re, unsigned im, const ResidueModulus &c)
 {
     unsigned v = re + im + c.sum_shift;
-    v = __viaddmin_u32(v, -c.p, v);
-    v = __viaddmin_u32(v, -c.p, v);
+    v = __viaddmin_u32(v, (unsigned)c.neg_p, v);
+    v = __viaddmin_u32(v, (unsigned)c.neg_p, v);
     return v - c.half;
 }
 

@@ -33,6 +33,7 @@
 #error "crt_products.cu is compiled for sm_90a (wgmma, bulk tensor copies)"
 #endif
 
+#include "rounded_quotient.cuh"  // the reduction's quotient
 #include "wgmma_s8.cuh"  // the warpgroup products' fence, commit and wait
 
 // Descriptor of a K-major operand at shared address `address`: rows of 128 bytes in the 128-byte
@@ -133,42 +134,29 @@ __device__ __forceinline__ void tensor_copy(unsigned shared, const void *map, in
 }
 
 // Reduction of int32 products modulo p by one dp4a, one FMA and one integer multiply-add, for any
-// int32 product P:
-// - the bytes b_i of P + 2^31 (unsigned) give S = sum_i b_i (2^(8 i) mod p) + c, with c = -2^31 mod
-//   p, by one dp4a: S == P (mod p) and 0 <= S < 4 * 255^2 + p < 2^23;
-// - S's bits are the float S 2^-149 (subnormal), and one FMA (round to nearest, subnormals kept: hence
-//   the PTX) gives t = M + q 2^-20 with q = round(S / p), from M + (S 2^-149) fl(2^129 / p) rounded at
-//   M = 12's unit in the last place, 2^-20. fl(2^129 / p) = 2^129 / p (1 + d), |d| <= 2^-24, moves S / p
-//   by at most S 2^-24 / p < 1 / (2 p), the least distance from S / p to a half-integer for odd p
-//   (p = 256 is exact; a tie rounded either way leaves the same byte);
-// - the bits of t are those of M plus q, and S - p bits(t) == S - p q (mod 256) since the bits of M are
-//   a multiple of 2^20: the symmetric residue S - p q in the low byte.
+// int32 product P: the bytes b_i of P + 2^31 (unsigned) give S = sum_i b_i (2^(8 i) mod p) + c, with
+// c = -2^31 mod p, by one dp4a: S == P (mod p) and 0 <= S < 4 * 255^2 + p < 2^23, whose symmetric
+// residue reduced_residue gives in its low byte (rounded_quotient.cuh).
 struct ModularReduction {
     unsigned byte_weights;  // byte i: 2^(8 i) mod p
     unsigned offset;        // c = -2^31 mod p
-    float scaled_inverse;   // fl(2^129 / p)
+    float inverse;          // scaled_inverse(p)
     int negative_p;         // -p
 };
 
 #define MAX_MODULI 32
-#define QUOTIENT_MAGIC 12.0f  // M
 __device__ __forceinline__ ModularReduction modular_reduction(int p)
 {
     unsigned weights = 0;
     for (int i = 0; i < 4; ++i) weights |= ((1u << (8 * i)) % (unsigned)p) << (8 * i);
-    // fl(1 / p) 2^129 = fl(2^129 / p): scaling by a power of two is exact (p > 2)
-    return {weights, ((unsigned)p - (1u << 31) % (unsigned)p) % (unsigned)p, 1.0f / (float)p * 0x1p127f * 4.0f,
-            -p};
+    return {weights, ((unsigned)p - (1u << 31) % (unsigned)p) % (unsigned)p, scaled_inverse(p), -p};
 }
 
 // The symmetric residue of `product` modulo p, in the low byte.
 __device__ __forceinline__ unsigned residue_byte(int product, const ModularReduction &m)
 {
-    const unsigned sum = __dp4a((unsigned)product ^ 0x80000000u, m.byte_weights, m.offset);
-    float quotient;
-    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(quotient) : "f"(__uint_as_float(sum)), "f"(m.scaled_inverse),
-        "f"(QUOTIENT_MAGIC));
-    return __float_as_uint(quotient) * (unsigned)m.negative_p + sum;
+    return reduced_residue(__dp4a((unsigned)product ^ 0x80000000u, m.byte_weights, m.offset), m.negative_p,
+                           m.inverse);
 }
 
 // Every modulus's reduction in shared memory (count <= MAX_MODULI), from the plan's p (float64).

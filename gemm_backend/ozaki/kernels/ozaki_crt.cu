@@ -89,14 +89,14 @@ __device__ __forceinline__ void write_residues(const Digits (&digits)[V][2], int
             continue;
         }
 #pragma unroll
-        for (int j = 0; j < V; ++j) first[j] = magic_residue<WORDS>(digits[j][0], c);
+        for (int j = 0; j < V; ++j) first[j] = digit_residue<WORDS>(digits[j][0], c);
         if (parts == 1) {
             store_low_bytes<V>(slot, first);
             continue;
         }
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-            second[j] = magic_residue<WORDS>(digits[j][1], c);
+            second[j] = digit_residue<WORDS>(digits[j][1], c);
             third[j] = sum_residue(first[j], second[j], c);
         }
         store_low_bytes<V>(slot, first);
