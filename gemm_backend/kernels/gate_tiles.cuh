@@ -13,14 +13,13 @@
 // every 32-byte sector a load instruction touches is used whole.
 #pragma once
 #include "async_copy.cuh"
+#include "target_bits.cuh"
 
-// Where the K amplitudes of column c sit in the flat state. Gate index bit i is state-index bit
-// target[i], packed six bits each (least significant first) in one 64-bit kernel argument, in any
-// order (a packed INT8 launch puts its extra qubits on the top gate bits, wherever they sit in
-// the state); the bits of c fill the other positions in order (a bit deposit).
+// Where the K amplitudes of column c sit in the flat state (target_bits.cuh: a packed INT8 launch
+// puts its extra qubits on the top gate bits, wherever they sit in the state).
 // A contiguous (L, K, R) view is the special case targets log2 R .. log2 R + D - 1: column
 // l R + r starts at l K R + r and amplitude a lies a R after it.
-// Both maps act on each bit alone, so they are additive over parts with disjoint bits:
+// Both maps add over parts with disjoint bits:
 // column(tile 2^s + j) = column(tile 2^s) + column(j) for j < 2^s, and likewise amplitude. The
 // kernels pay one deposit per tile and look the in-tile parts up in AddressTables.
 template <int K> struct TargetLayout {
@@ -37,7 +36,7 @@ template <int K> struct TargetLayout {
     {
         int t[D];
 #pragma unroll
-        for (int i = 0; i < D; ++i) t[i] = (int)((fields >> (6 * i)) & 63u);
+        for (int i = 0; i < D; ++i) t[i] = packed_field(fields, i);
 #pragma unroll
         for (int pass = 0; pass < D; ++pass)  // a sorting network: every index is known at compile time
 #pragma unroll
@@ -51,27 +50,10 @@ template <int K> struct TargetLayout {
         for (int i = 0; i < D; ++i) sorted |= (unsigned long long)t[i] << (6 * i);
         return sorted;
     }
-    __device__ __forceinline__ static long long field_bit(unsigned long long fields, int i)
-    {
-        return 1LL << ((fields >> (6 * i)) & 63u);
-    }
-    // Offset of column c's amplitude 0: a zero inserted at every target bit, lowest first (the
-    // bits of c at and above the target move up by one: c + (c & -2^target)).
-    __device__ __forceinline__ long long column(long long c) const
-    {
-#pragma unroll
-        for (int i = 0; i < D; ++i) c += c & -field_bit(ascending, i);
-        return c;
-    }
+    // Offset of column c's amplitude 0.
+    __device__ __forceinline__ long long column(long long c) const { return column_offset(c, ascending, D); }
     // Offset of amplitude a (< K) from its column's amplitude 0.
-    __device__ __forceinline__ long long amplitude(int a) const
-    {
-        long long offset = 0;
-#pragma unroll
-        for (int i = 0; i < D; ++i)
-            if ((a >> i) & 1) offset += field_bit(packed, i);
-        return offset;
-    }
+    __device__ __forceinline__ long long amplitude(int a) const { return amplitude_offset(a, packed, D); }
 };
 
 // The in-tile parts of every address, in shared memory: amplitude(a) for a < K and column(j) for

@@ -6,6 +6,7 @@
 #include "crt_arith.cuh"
 #include "mma_s8.cuh"
 #include "row_warps.cuh"
+#include "target_bits.cuh"  // column_offset, amplitude_offset
 
 #define SCALE_BITS 16
 // The reconstruction kernels' registers are capped for 4 blocks of 256 threads per multiprocessor:
@@ -334,15 +335,6 @@ __device__ __forceinline__ void stage_products(const signed char *from, long lon
 // the bits are the same.
 #define MAX_GATE_K 1024
 
-__device__ __forceinline__ int packed_field(unsigned long long fields, int i) { return (int)((fields >> (6 * i)) & 63u); }
-
-// The offset of column c's amplitude 0: a zero bit inserted at every target, the lowest first.
-__device__ __forceinline__ long long column_offset(long long c, unsigned long long ascending, int n_targets)
-{
-    for (int i = 0; i < n_targets; ++i) c += c & -(1LL << packed_field(ascending, i));
-    return c;
-}
-
 // column_offset by table lookups: the bit deposit adds over disjoint bits, so the offset of c is
 // the sum of the offsets of its bytes, each looked up in a table of 256 (bits 32 and up, never set
 // below 2^32 columns, by column_offset itself). Four LDS where column_offset's loop takes about six
@@ -375,12 +367,7 @@ struct GateOffsets {
     // Every thread of the block calls it, before a barrier.
     __device__ void fill(int k, unsigned long long targets, unsigned long long ascending, int n_targets)
     {
-        for (int a = threadIdx.x; a < k; a += blockDim.x) {
-            long long offset = 0;
-            for (int i = 0; i < n_targets; ++i)
-                if ((a >> i) & 1) offset += 1LL << packed_field(targets, i);
-            amplitudes[a] = offset;
-        }
+        for (int a = threadIdx.x; a < k; a += blockDim.x) amplitudes[a] = amplitude_offset(a, targets, n_targets);
         columns.fill(ascending, n_targets);
     }
 
