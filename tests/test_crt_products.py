@@ -13,6 +13,7 @@ from gemm_backend.ozaki import crt_products
 from gemm_backend.ozaki.crt import crt_plan
 from gemm_backend.ozaki.crt_products import MAX_PADDED, RESIDENT_PADDED, reduced_products, reduces_on_chip
 from gemm_backend.ozaki.gate import wgmma_here
+from gemm_backend.registry import CRT_MODULI, GAUSSIAN_MODULI
 
 from .helpers import symmetric_residues
 
@@ -90,7 +91,7 @@ def test_products_refuse_inexact_sums_and_too_many_moduli():
 
 
 def every_plan_modulus():
-    return sorted({int(p) for gaussian, counts in ((True, range(8, 23)), (False, range(8, 21)))
+    return sorted({int(p) for gaussian, counts in ((True, GAUSSIAN_MODULI), (False, CRT_MODULI))
                    for count in counts for p in crt_plan(count, gaussian).p})
 
 

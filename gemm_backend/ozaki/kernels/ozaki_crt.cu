@@ -656,10 +656,13 @@ CRT_GATE_RECONSTRUCT_KERNEL(crt_gate_reconstruct_residues_quads, signed char, 4,
 #define MMA_STAGES 4  // a warp's tiles in flight (MMA_STAGES - 1 copied ahead)
 #define E_DIGITS 16
 
+// The k-steps of 32 planes that hold the 2 n_moduli planes of products.
+__host__ __device__ constexpr int mma_steps(int n_moduli) { return (2 * n_moduli + 31) / 32; }
+
 // A warp's stage in words: 8 (a plane's bytes of MMA_TILE outputs) for each of the 32 planes of every
 // k-step. The host sizes the kernel's dynamic shared memory by the same (crt_backend.mma_stage_words;
 // tests/test_ozaki_crt_kernels.py compares the two).
-__host__ __device__ constexpr int mma_stage_words(int n_moduli) { return 256 * ((2 * n_moduli + 31) / 32); }
+__host__ __device__ constexpr int mma_stage_words(int n_moduli) { return 256 * mma_steps(n_moduli); }
 
 // The balanced base-256 digits of E (|E| < 2^127) from its LIMB_BITS-bit limbs as doubles (each with
 // E's sign, ReconstructModulus): the two's complement (high, low), then balanced64's step on 128 bits
@@ -797,7 +800,7 @@ __device__ __forceinline__ void reconstruct_gaussian_tiles(const signed char *__
                                                            const GaussianDigits &digits, const GateOutputs &outputs)
 {
     const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
-    const int steps = (2 * n_moduli + 31) / 32, stage_words = mma_stage_words(n_moduli);
+    const int steps = mma_steps(n_moduli), stage_words = mma_stage_words(n_moduli);
     unsigned b[MMA_STEPS][4][2];  // this lane's B fragments: k-step, n-tile, planes 4 t and 16 + 4 t
 #pragma unroll
     for (int s = 0; s < MMA_STEPS; ++s)
