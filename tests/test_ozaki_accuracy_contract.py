@@ -6,8 +6,10 @@ inputs, entry by entry and normwise, both measured against a double-double produ
 its normwise error is at most CONTRACT_FACTOR times numpy's, where a numpy error below the unit
 roundoff (products it happens to get exact) counts as the unit roundoff: an answer correctly
 rounded to float64 may be u off, whatever numpy got."""
+import json
 import math
 from dataclasses import astuple
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from circuits import brickwork, haar_unitary
 from gemm_backend.doubledouble import matmul_dd, two_sum
 from gemm_backend.ozaki.contract import fp64_budget, fp64_product_budget
 from gemm_backend.ozaki.spans import ProductSpans, product_spans, summarize_spans
-from gemm_backend.ozaki import rules
+from gemm_backend.ozaki import cost, rules
 from gemm_backend.ozaki.contract import gate_error_model, matmul_error_model
 from gemm_backend.ozaki.cost import ozaki1_floor_seconds, ozaki1_seconds, ozaki2_seconds
 from gemm_backend.ozaki.gate import embedded_gate_rows
@@ -324,6 +326,31 @@ def test_cost_model_reproduces_the_benchmarks_it_was_fitted_to():
     assert ozaki1_seconds(plan_products(7, 256), 1 << 23, 128, 128, True) < ozaki2_seconds(14, 1 << 23, 128, 128, True)
     # square 8192: Ozaki-II (15 moduli) far ahead of Ozaki-I with 8 digits (228 ms, BENCHMARKS.md)
     assert 2 * square < ozaki1_seconds(plan_products(8, 16384), 8192, 8192, 8192, True)
+
+
+def test_gate_cost_model_is_the_least_squares_fit_of_its_measurements():
+    """cost.py's K = 512 gate model is the least-squares line, to its printed digits, through the
+    H100 measurements it cites (benchmarks/h100/round24/3_fits/fits.json, first target 0, both
+    schemes in one run): passes over the state against the wide kernel's digit pairs and against
+    Ozaki-II's INT8 products (two a Gaussian modulus)."""
+    fits = json.loads((Path(__file__).parents[1] / "benchmarks/h100/round24/3_fits/fits.json").read_text())
+    row = next(r for r in fits["rows"] if r["d"] == 9 and r["first_target"] == "0")
+    measured = {"ozaki1": [], "ozaki2": []}
+    for label in fits["backends"]:
+        if "large_gates=" in label:
+            scheme, plan = label.split("large_gates=")[1], row[f"{label}_plan"]
+            if scheme == "ozaki1":
+                a_slices, b_slices, top = (int(part) for part in plan.split("/"))
+                units = plan_products(a_slices, 1024, b_slices, top).pairs
+            else:
+                units = 2 * int(plan.removeprefix("m=").removesuffix("g"))
+            measured[scheme].append((units, row[f"{label}_ms"] / row["floor_ms"]))
+    for scheme, (fixed, per_unit) in {
+            "ozaki1": (cost.WIDE_GATE_FIXED_PASSES, cost.WIDE_GATE_PASSES_PER_PAIR),
+            "ozaki2": (cost.OZAKI2_GATE_FIXED_PASSES, cost.OZAKI2_GATE_PASSES_PER_PRODUCT)}.items():
+        units, passes = np.array(measured[scheme]).T
+        slope, intercept = np.polyfit(units, passes, 1)
+        assert len(units) == 4 and (fixed, per_unit) == pytest.approx((intercept, slope), abs=0.006), scheme
 
 
 @pytest.mark.parametrize("workspace", [None, 1 << 24])

@@ -24,18 +24,19 @@ depend on the device.
 
 Gates of K = WIDE_GATE_K (int8-auto's large gates, backend.py): the fused wide Ozaki-I kernel
 (gate.py) against the Ozaki-II gate path, in passes over the state (gate_cost.py), least-squares
-fits to the H100 at N = 30, first target 0 (BENCHMARKS.md rounds 14 and 19):
+fits to the H100 at N = 30, first target 0, both schemes in one run (BENCHMARKS.md round 24;
+scripts/dev/gate_cost_fit.py computes them from bench_gates.py's JSON):
 
     wide Ozaki-I (P digit pairs)   WIDE_GATE_FIXED_PASSES + P * WIDE_GATE_PASSES_PER_PAIR
-                                   (7.49 passes at P = 6, 7.73 at P = 9, 9.2 at P = 19, 19.8 at P = 53)
+                                   (measured 7.40 passes at P = 6, 7.62 at P = 9, 9.37 at P = 19,
+                                   20.27 at P = 53)
     Ozaki-II (M moduli)            OZAKI2_GATE_FIXED_PASSES
                                    + M * (2 on Gaussian moduli, else 3) * OZAKI2_GATE_PASSES_PER_PRODUCT
-                                   (residues read once per amplitude, products reduced on the
-                                   chip: 4.65 passes on 8 Gaussian moduli, 8.52 on 16)
+                                   (measured 4.61 passes on 8 Gaussian moduli, 5.78 on 11, 7.29 on 16)
 
 At these fits Ozaki-II models cheaper than every plan the rules make at K = 512 (the loosest
-targets: 8 Gaussian moduli, 4.6 passes, against 6 pairs, 6.8), as measured at 1e-3 and 1e-6.
-Like the matmul model it ranks; the choice depends on the plan and the moduli alone.
+targets: 8 Gaussian moduli, 4.6 passes, against 6 pairs, 6.7), as measured. Like the matmul
+model it ranks; the choice depends on the plan and the moduli alone.
 """
 from .plan import ProductPlan
 
@@ -45,10 +46,10 @@ OZAKI1_ELEMENT_PAIR_SECONDS = 2.2e-12
 OZAKI2_RESIDUE_SECONDS = 4.1e-12
 OZAKI2_RECONSTRUCT_SECONDS = 7.1e-12
 WIDE_GATE_K = 512
-WIDE_GATE_FIXED_PASSES = 5.18
-WIDE_GATE_PASSES_PER_PAIR = 0.27
-OZAKI2_GATE_FIXED_PASSES = 0.78  # residues read the state, the reconstruction writes it
-OZAKI2_GATE_PASSES_PER_PRODUCT = 0.242
+WIDE_GATE_FIXED_PASSES = 5.02
+WIDE_GATE_PASSES_PER_PAIR = 0.2825
+OZAKI2_GATE_FIXED_PASSES = 1.97  # residues read the state, the reconstruction writes it
+OZAKI2_GATE_PASSES_PER_PRODUCT = 0.1674
 
 
 def int8_seconds(operations: float, inner: int) -> float:
