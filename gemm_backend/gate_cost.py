@@ -12,10 +12,10 @@ Only ratios between gate sizes matter to the choice, so one GPU's figures serve 
 # Passes per gate on the GPU by qubit count d, in-place kernels (d <= 6) and cuBLAS ZGEMM above.
 NATIVE_GPU_PASSES = {1: 1.08, 2: 1.10, 3: 1.07, 4: 1.06, 5: 1.07, 6: 1.22, 7: 3.3, 8: 5.1, 9: 9.0, 10: 16.0}
 # The fused INT8 Ozaki-I kernels at int8-auto's default (FP64-contract) plans: d <= 5 (BENCHMARKS.md
-# round 7; d = 1 from earlier rounds), d = 6 and the wide kernel's warpgroups at d = 7, 8 (round 13),
-# then Ozaki-II on 16 Gaussian moduli in place (d = 9, 10; round 19, median of first targets 0,
-# top and spread).
-INT8_FUSED_GPU_PASSES = {1: 2.1, 2: 1.37, 3: 1.37, 4: 1.35, 5: 1.76, 6: 3.0, 7: 4.6, 8: 7.1, 9: 8.7, 10: 11.3}
+# round 7; d = 1 from earlier rounds), d = 6 (round 13), the wide kernel at d = 7, 8 (round 24,
+# median of first targets 0, top and spread), then Ozaki-II on 16 Gaussian moduli in place (d = 9,
+# 10; round 24, median of first targets 0, middle and top).
+INT8_FUSED_GPU_PASSES = {1: 2.1, 2: 1.37, 3: 1.37, 4: 1.35, 5: 1.76, 6: 3.0, 7: 4.77, 8: 8.16, 9: 7.71, 10: 10.02}
 # A gate on non-contiguous targets without an in-place kernel: the chunked transposed copy adds a
 # gather and a scatter pass (qsim/apply.py).
 TRANSPOSED_EXTRA_PASSES = 2.0
