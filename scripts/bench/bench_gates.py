@@ -7,12 +7,15 @@ median time (CUDA events around --batch back-to-back gates, after a warm-up), th
 32 * 2^N bytes over the copy bandwidth measured in the same run), time / floor, time / the first
 backend's time (the baseline, measured in the same run), the kernel path, the INT8 plan, and with
 --error the error of that one gate against a double-double application of it
-(||out - ref||_2 / ||ref||_2, on a fresh copy of the state).
+(||out - ref||_2 / ||ref||_2, on a fresh copy of the state). Each finished row is reported on
+standard error as it comes and, with --json, written to the file at once ("finished": false until
+the last row), so that a run stopped on a time limit keeps the rows it measured.
 
     python scripts/bench/bench_gates.py --qubits 28 30 --gate-sizes 2 3 4 5 6 --backends cublas,int8-auto,int8-8 \\
         --targets 0 2 middle top --scattered spread gaps top0 --error --json out.json
 """
 import argparse
+import sys
 
 import numpy as np
 
@@ -66,7 +69,8 @@ def gate_error(plan, state, u_dev, backend, xp) -> float:
 
 
 def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, backends, bandwidth, repeats, with_error,
-               batch=3):
+               batch=3, on_row=lambda row: None):
+    """The rows of one state size, each passed to on_row as soon as it is measured."""
     xp = device.xp
     rng = np.random.default_rng(n_qubits)
     state = xp.asarray(rng.standard_normal(1 << n_qubits)) + 1j * xp.asarray(rng.standard_normal(1 << n_qubits))
@@ -109,7 +113,14 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                     row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)
                 backend.finish_run()
             rows.append(row)
+            on_row(row)
     return rows
+
+
+def row_summary(row: dict, backends) -> str:
+    """One line for a finished row: each backend's median and its ratio to the baseline."""
+    times = ", ".join(f"{label} {row[f'{label}_ms']:.2f} ms ({row[f'{label}_x_base']:.2f}x)" for label in backends)
+    return f"N={row['qubits']} d={row['d']} targets {row['first_target']}: {times}"
 
 
 def main():
@@ -138,9 +149,20 @@ def main():
     bandwidth = copy_bandwidth(device.on_gpu)
     print(f"device {device.name()}, copy bandwidth {bandwidth / 1e12:.3f} TB/s, backends {', '.join(backends)}")
     rows = []
+
+    def report(finished: bool) -> None:
+        if args.json:
+            write_json(args.json, {"bandwidth_Bps": bandwidth, "device": device.name(), "backends": list(backends),
+                                   "finished": finished, "rows": rows})
+
+    def on_row(row: dict) -> None:
+        rows.append(row)
+        print(row_summary(row, backends), file=sys.stderr, flush=True)
+        report(False)
+
     for n_qubits in args.qubits:
-        rows += bench_size(n_qubits, args.gate_sizes, args.targets, args.scattered, device, backends, bandwidth,
-                           args.repeats, args.error, args.batch)
+        bench_size(n_qubits, args.gate_sizes, args.targets, args.scattered, device, backends, bandwidth,
+                   args.repeats, args.error, args.batch, on_row)
         if device.on_gpu:
             device.xp.get_default_memory_pool().free_all_blocks()
     columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "targets", "{}"), ("floor_ms", "floor", "{:.2f}")]
@@ -152,9 +174,7 @@ def main():
         if args.error:
             columns.append((f"{label}_error", "error", "{:.1e}"))
     print_table(rows, columns)
-    if args.json:
-        write_json(args.json, {"bandwidth_Bps": bandwidth, "device": device.name(), "backends": list(backends),
-                               "rows": rows})
+    report(True)
 
 
 if __name__ == "__main__":
