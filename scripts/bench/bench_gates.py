@@ -69,8 +69,8 @@ def gate_error(plan, state, u_dev, backend, xp) -> float:
 
 
 def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, backends, bandwidth, repeats, with_error,
-               batch=3, on_row=lambda row: None):
-    """The rows of one state size, each passed to on_row as soon as it is measured."""
+               on_row, batch=3):
+    """Measures the rows of one state size, passing each to on_row as soon as it is done."""
     xp = device.xp
     rng = np.random.default_rng(n_qubits)
     state = xp.asarray(rng.standard_normal(1 << n_qubits)) + 1j * xp.asarray(rng.standard_normal(1 << n_qubits))
@@ -79,7 +79,6 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
     scratch = xp.empty_like(state) if needs_spare else None
     floor = 32 * (1 << n_qubits) / bandwidth
     baseline = next(iter(backends))
-    rows = []
     for d in gate_sizes:
         u = haar_unitary(1 << d, rng)
         u_dev = xp.asarray(u)
@@ -112,9 +111,7 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                     state /= xp.linalg.norm(state)
                     row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)
                 backend.finish_run()
-            rows.append(row)
             on_row(row)
-    return rows
 
 
 def row_summary(row: dict, backends) -> str:
@@ -162,7 +159,7 @@ def main():
 
     for n_qubits in args.qubits:
         bench_size(n_qubits, args.gate_sizes, args.targets, args.scattered, device, backends, bandwidth,
-                   args.repeats, args.error, args.batch, on_row)
+                   args.repeats, args.error, on_row, args.batch)
         if device.on_gpu:
             device.xp.get_default_memory_pool().free_all_blocks()
     columns = [("qubits", "N", "{}"), ("d", "d", "{}"), ("first_target", "targets", "{}"), ("floor_ms", "floor", "{:.2f}")]
