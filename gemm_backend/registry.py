@@ -78,6 +78,8 @@ OPTION_SPECS = {
     "large_gates": OptionSpec(str, "scheme of gates above 6 qubits: auto, ozaki2 or ozaki1"),
     "dmma_min_qubits": OptionSpec(_read_int, "gates from this size (up to 6) use the FP64 tensor-core kernel"),
     "small_gate_max_qubits": OptionSpec(_read_int, "other gates up to this size use the CUDA-core register kernel"),
+    "min_batched_stride": OptionSpec(_read_int, "gates whose columns lie fewer amplitudes apart (above 1) go to "
+                                     "cuBLAS as rows of a transposed copy (default 16; 1: never)"),
 }
 
 
@@ -101,7 +103,7 @@ class BackendEntry:
 _WORKSPACE = ("workspace_bytes",)
 _ENTRIES = [
     BackendEntry("cublas", ".native.zgemm", "ZgemmBackend", "FP64 complex GEMM (cuBLAS ZGEMM / numpy)",
-                 ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")),
+                 ("dmma_min_qubits", "small_gate_max_qubits", "min_batched_stride", "workspace_bytes")),
     BackendEntry("int8-auto", ".ozaki.backend", "OzakiBackend",
                  "INT8 Ozaki-I or Ozaki-II per GEMM, as accurate as FP64 GEMM by default (options bound, "
                  "target_error, rho)",

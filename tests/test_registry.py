@@ -77,7 +77,7 @@ def test_bad_option_values_are_refused(name, option, value, message):
 #: A value each option takes on every backend that lists it.
 SAMPLE_VALUES = {"target_error": 1e-10, "rho": 1.0, "block": 64, "accumulate": "fp64", "workspace_bytes": 1 << 20,
                  "fused": False, "large_gates": "ozaki1", "dmma_min_qubits": 5, "small_gate_max_qubits": 3,
-                 "bound": "worst-case"}
+                 "min_batched_stride": 4, "bound": "worst-case"}
 CONCRETE = {"int8-<s>": "int8-9", "int8-crt-<m>": "int8-crt-10", "int8-gcrt-<m>": "int8-gcrt-12"}
 
 

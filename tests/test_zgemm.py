@@ -23,6 +23,40 @@ def test_apply_batched_in_and_out_of_place(shape, rng):
     check_apply_batched(gemm_backend.get("zgemm", workspace_bytes=256), shape, rng)
 
 
+@pytest.mark.parametrize("n_right, min_batched_stride, path", [
+    (2, 16, "zgemm-rows"), (8, 16, "zgemm-rows"), (16, 16, "zgemm"), (2, 1, "zgemm"), (1, 16, "zgemm"),
+    (4, 1 << 62, "zgemm-rows")])
+def test_narrow_strides_go_through_rows(n_right, min_batched_stride, path, rng):
+    # a workspace of 5 columns cuts the view into chunks along L and, at R = 16, along R
+    backend = gemm_backend.get("cublas", min_batched_stride=min_batched_stride, workspace_bytes=5 * 32 * 16)
+    check_apply_batched(backend, (7, 16, n_right), rng)
+    assert backend.last_call_info == {"kernel": path}
+
+
+@pytest.mark.parametrize("value", [0, -4, True, 2.0])
+def test_min_batched_stride_must_be_a_positive_integer(value):
+    with pytest.raises(BackendError, match=f"min_batched_stride must be an integer in 1..{1 << 62}, got {value!r}"):
+        gemm_backend.get("cublas", min_batched_stride=value)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n_right", [2, 4, 8, 16])
+def test_gpu_large_gate_at_narrow_strides_matches_einsum(n_right, rng):
+    # d = 7 goes to cuBLAS (no gate kernel takes it): rows below R = 16, the strided batch from it
+    import cupy as cp
+
+    u, x = crandn(rng, 128, 128), crandn(rng, 37, 128, n_right)
+    backend = gemm_backend.get("cublas", workspace_bytes=11 * 32 * 128 * 16)
+    u_gpu, x_gpu = cp.asarray(u), cp.asarray(x)
+    out = cp.full_like(x_gpu, np.nan)
+    backend.apply_batched(u_gpu, x_gpu, out)
+    expected = np.einsum("ij,ljr->lir", u, x)
+    assert np.abs(out.get() - expected).max() < 1e-12
+    backend.apply_batched(u_gpu, x_gpu, x_gpu)  # in place
+    assert np.abs(x_gpu.get() - expected).max() < 1e-12
+    assert backend.last_call_info == {"kernel": "zgemm-rows" if n_right < 16 else "zgemm"}
+
+
 def test_bad_options():
     with pytest.raises(BackendError, match="small_gate_max_qubits"):
         gemm_backend.get("cublas", small_gate_max_qubits=9)

@@ -16,6 +16,11 @@ PACKED_DMMA_K = 16
 PACKED_BELOW_QUBIT = 5  # ... when two targets lie below this qubit (small_gate.py's loads use part of a sector)
 
 MAX_DMMA_QUBITS = DMMA_DIMS[-1].bit_length() - 1
+# Below this stride an (L, K, R) view's columns are multiplied as the rows of a transposed copy: a
+# strided batch of L GEMMs of R columns each reads the whole gate for every R columns. On the H100
+# (BENCHMARKS.md round 25) the batch took 5.7-7.3x the rows' time at R = 2, 1.6-2.0x at R = 8 and
+# 0.93-1.05x at R = 16, for d = 7..10; numpy's batch is 3x slower at R = 2 and even from R = 8.
+DEFAULT_MIN_BATCHED_STRIDE = 16
 
 
 class ZgemmBackend(GemmBackend):
@@ -27,23 +32,27 @@ class ZgemmBackend(GemmBackend):
             5 qubits always, smaller gates at strides R < 32); 7 disables it.
         small_gate_max_qubits: on the GPU, smaller gates of at most this many qubits (K = 2^d <= 32)
             use the in-place CUDA-core kernel (small_gate.py) instead of cuBLAS (0 disables it).
+        min_batched_stride: an (L, K, R) view goes to cuBLAS (numpy) as a strided batch of L GEMMs
+            only from R >= min_batched_stride; with 1 < R below it, each chunk is copied transposed
+            and multiplied as one GEMM of its L R rows (1: never).
         workspace_bytes: scratch memory for in-place products done in chunks.
     """
 
     name = "cublas"
-    OPTIONS = ("dmma_min_qubits", "small_gate_max_qubits", "workspace_bytes")
+    OPTIONS = ("dmma_min_qubits", "small_gate_max_qubits", "min_batched_stride", "workspace_bytes")
 
     def __init__(self, dmma_min_qubits: int = 4, small_gate_max_qubits: int = 5,
-                 workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
+                 min_batched_stride: int = DEFAULT_MIN_BATCHED_STRIDE, workspace_bytes: int = DEFAULT_WORKSPACE_BYTES):
         super().__init__(workspace_bytes)
         dmma_min_qubits = _integer_option("dmma_min_qubits", dmma_min_qubits, DMMA_DIMS[0].bit_length() - 1,
                                           MAX_DMMA_QUBITS + 1)
         small_gate_max_qubits = _integer_option("small_gate_max_qubits", small_gate_max_qubits, 0,
                                                 SUPPORTED_DIMS[-1].bit_length() - 1)
+        self.min_batched_stride = _integer_option("min_batched_stride", min_batched_stride, 1, 1 << 62)
         self.dmma_dims = tuple(k for k in DMMA_DIMS if k >= 1 << dmma_min_qubits)
         self.small_gate_max_dim = 1 << small_gate_max_qubits if small_gate_max_qubits else 0
         self.options = {"dmma_min_qubits": dmma_min_qubits, "small_gate_max_qubits": small_gate_max_qubits,
-                        "workspace_bytes": self.workspace_bytes}
+                        "min_batched_stride": self.min_batched_stride, "workspace_bytes": self.workspace_bytes}
         self._fragments = {}  # id(u) -> (u, its DMMA fragments), made by prepare()
 
     def implementation(self, on_gpu: bool) -> str:
@@ -137,16 +146,20 @@ class ZgemmBackend(GemmBackend):
             apply_small_gate(u, x, out)
             self.last_call_info = {"kernel": "small_gate"}
             return
-        self.last_call_info = {"kernel": "zgemm"}
         if not on_gpu and n_right == 1 and not np.may_share_memory(x, out):
+            self.last_call_info = {"kernel": "zgemm"}
             # straight into out: no result array of the state's size per call
             np.matmul(x.reshape(n_left, k), u.T, out=out.reshape(n_left, k))
             return
+        as_rows = 1 < n_right < self.min_batched_stride
+        product = _rows_product if as_rows else _view_product
+        self.last_call_info = {"kernel": "zgemm-rows" if as_rows else "zgemm"}
         # in chunks also out of place: a whole-view matmul may allocate a state-sized result
-        # of its own before copying it into out (measured: an out-of-memory at 32 qubits)
-        max_columns = self.workspace.rows(16 * k, on_gpu)
+        # of its own before copying it into out (measured: an out-of-memory at 32 qubits);
+        # the rows product holds two arrays of a chunk's size (its copy and its result)
+        max_columns = self.workspace.rows((32 if as_rows else 16) * k, on_gpu)
         for ls, rs in iter_column_chunks(n_left, n_right, max_columns):
-            out[ls, :, rs] = _view_product(u, x[ls, :, rs])
+            out[ls, :, rs] = product(u, x[ls, :, rs])
 
 
 def _integer_option(name: str, value, low: int, high: int) -> int:
@@ -162,3 +175,12 @@ def _view_product(u, block):
     if n_right == 1:
         return xp.matmul(block.reshape(n_left, k), u.T).reshape(n_left, k, 1)
     return xp.matmul(u, block)
+
+
+def _rows_product(u, block):
+    """u @ block[l] for every l of an (L, K, R) block as one GEMM: the block's columns copied
+    into L R contiguous rows, times u^T; returned as an (L, K, R) view of the (L, R, K) result."""
+    xp = array_module(block)
+    n_left, k, n_right = block.shape
+    rows = xp.ascontiguousarray(block.transpose(0, 2, 1)).reshape(n_left * n_right, k)
+    return xp.matmul(rows, u.T).reshape(n_left, n_right, k).transpose(0, 2, 1)
