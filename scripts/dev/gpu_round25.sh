@@ -13,6 +13,8 @@
 #                                                    # d = 7..10, first targets 0..12 (scripts/dev/native_strides.py)
 #   bash scripts/dev/gpu_round25.sh OUTDIR narrow    # bench_gates.py at N = 30, d = 7..10, first targets 0 1 2 3:
 #                                                    # cublas (now rows below stride 16) and int8-auto
+#   bash scripts/dev/gpu_round25.sh OUTDIR brickwork # qsim run --qubits 30 --gate-size 7 --depth 4 --seed 1: cublas with
+#                                                    # min_batched_stride=1 (the strided batch), cublas, int8-auto
 # Modes may be joined by commas (rates,headline,profile). Name the kind (nvidia-h100-x1); carry .whl.
 out=${1:-out}
 source <(sed -n '/^set -uo pipefail/,/tee "$out\/device.txt"/p' "$(dirname "$0")/gpu_round14.sh")
@@ -70,4 +72,12 @@ if [[ $what == *,tests,* ]]; then
   timeout "${TEST_SECONDS:-200}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" -rf \
     ${TESTS:-tests/test_zgemm.py tests/test_native_gate.py tests/test_target_layout.py} 2>&1 \
     | grep -v -i warn | tee "$out/gpu_tests.log" | tail -8
+fi
+
+if [[ $what == *,brickwork,* ]]; then
+  for backend in cublas@min_batched_stride=1 cublas int8-auto; do
+    timeout 150 "${qsim[@]}" run --qubits 30 --gate-size 7 --depth 4 --seed 1 --backend "$backend" --device gpu \
+      --no-progress --json "$out/brickwork_d7_${backend//[@=]/_}.json" 2>&1 \
+      | grep -E "total time|per gate|peak memory|rror" | sed "s/^/d=7 $backend  /"
+  done | tee "$out/brickwork.log"
 fi
