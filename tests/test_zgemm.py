@@ -35,7 +35,7 @@ def test_narrow_strides_go_through_rows(n_right, min_batched_stride, path, rng):
 
 @pytest.mark.parametrize("value", [0, -4, True, 2.0])
 def test_min_batched_stride_must_be_a_positive_integer(value):
-    with pytest.raises(BackendError, match=f"min_batched_stride must be an integer in 1..{1 << 62}, got {value!r}"):
+    with pytest.raises(BackendError, match=f"min_batched_stride must be an integer >= 1, got {value!r}"):
         gemm_backend.get("cublas", min_batched_stride=value)
 
 

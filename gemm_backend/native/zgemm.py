@@ -48,7 +48,7 @@ class ZgemmBackend(GemmBackend):
                                           MAX_DMMA_QUBITS + 1)
         small_gate_max_qubits = _integer_option("small_gate_max_qubits", small_gate_max_qubits, 0,
                                                 SUPPORTED_DIMS[-1].bit_length() - 1)
-        self.min_batched_stride = _integer_option("min_batched_stride", min_batched_stride, 1, 1 << 62)
+        self.min_batched_stride = _integer_option("min_batched_stride", min_batched_stride, 1)
         self.dmma_dims = tuple(k for k in DMMA_DIMS if k >= 1 << dmma_min_qubits)
         self.small_gate_max_dim = 1 << small_gate_max_qubits if small_gate_max_qubits else 0
         self.options = {"dmma_min_qubits": dmma_min_qubits, "small_gate_max_qubits": small_gate_max_qubits,
@@ -162,9 +162,12 @@ class ZgemmBackend(GemmBackend):
             out[ls, :, rs] = product(u, x[ls, :, rs])
 
 
-def _integer_option(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
-        raise BackendError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+def _integer_option(name: str, value, low: int, high: int = None) -> int:
+    """value as an int in low..high (no upper bound when high is None), else a BackendError naming it."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
+            or (high is not None and value > high)):
+        bounds = f"in {low}..{high}" if high is not None else f">= {low}"
+        raise BackendError(f"{name} must be an integer {bounds}, got {value!r}")
     return int(value)
 
 
