@@ -1,5 +1,19 @@
-"""Random inputs and error measures shared by the backend tests."""
+"""Random inputs and error measures shared by the backend tests; the repository's scripts as modules."""
+import importlib.util
+from pathlib import Path
+
 import numpy as np
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def load_script(path: str):
+    """The repository's script at `path` (relative to its root, e.g. scripts/bench/bench_gates.py),
+    loaded as a fresh module."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, REPOSITORY / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def crandn(rng, *shape):

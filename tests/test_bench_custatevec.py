@@ -2,7 +2,6 @@
 floor and summary arithmetic, the target order and matrix layout handed to cuStateVec, the chunked
 comparison, the --qasm/--fuse circuit and its refusals); scripts/bench/make_random_qasm.py."""
 import ctypes
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,20 +16,12 @@ from circuits import Circuit, Gate, haar_unitary
 from gemm_backend.arrays import gpu_available
 from qsim import Simulator
 from .dense import dense_operator, dense_state
+from .helpers import REPOSITORY, load_script
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "bench"
-SCRIPT = SCRIPTS / "bench_custatevec.py"
+SCRIPT = REPOSITORY / "scripts" / "bench" / "bench_custatevec.py"
 
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load(SCRIPT)
-make_random = _load(SCRIPTS / "make_random_qasm.py")
+bench = load_script("scripts/bench/bench_custatevec.py")
+make_random = load_script("scripts/bench/make_random_qasm.py")
 
 
 def _touch(path: Path) -> Path:

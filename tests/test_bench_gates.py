@@ -1,23 +1,16 @@
 """scripts/bench/bench_gates.py keeps what it measured: each finished row goes to standard error and,
 with --json, to the file at once, so that a run stopped on a time limit (a device call's) keeps its
 rows; the last write marks the file finished."""
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_gates.py"
+from .helpers import load_script
+
+SCRIPT = "scripts/bench/bench_gates.py"
 ARGUMENTS = ["--device", "cpu", "--qubits", "6", "--gate-sizes", "2", "3", "--targets", "0", "top",
              "--backends", "cublas,int8-auto", "--repeats", "1", "--batch", "1"]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_gates", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(module, monkeypatch, path):
@@ -27,7 +20,7 @@ def _run(module, monkeypatch, path):
 
 def test_a_finished_run_writes_every_row_and_says_so(tmp_path, monkeypatch, capsys):
     path = tmp_path / "gates.json"
-    _run(_load(), monkeypatch, path)
+    _run(load_script(SCRIPT), monkeypatch, path)
     written = json.loads(path.read_text())
     assert written["finished"] is True and written["backends"] == ["cublas", "int8-auto"]
     assert [(row["d"], row["targets"]) for row in written["rows"]] == [(2, [0, 1]), (2, [4, 5]), (3, [0, 1, 2]),
@@ -39,7 +32,7 @@ def test_a_finished_run_writes_every_row_and_says_so(tmp_path, monkeypatch, caps
 def test_a_stopped_run_keeps_the_rows_it_finished(tmp_path, monkeypatch, capsys):
     """The third timing (the second row's first backend) is interrupted: the file holds the first
     row, marked unfinished."""
-    module = _load()
+    module = load_script(SCRIPT)
     timings = iter(range(3))
     real = module.median_time
 

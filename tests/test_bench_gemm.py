@@ -1,9 +1,7 @@
 """scripts/bench/bench_gemm.py's double-double reference: sized to the free memory, on blocks of B's
 columns, and refused before any timing when not even one column fits (it used to allocate
 all of B's slices after the timed runs: 64 GiB at 16384^3)."""
-import importlib.util
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,17 +9,9 @@ import pytest
 from gemm_backend.doubledouble import matmul_dd, matmul_dd_bytes
 from qsim.device import Device
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_gemm.py"
+from .helpers import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_gemm", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_script("scripts/bench/bench_gemm.py")
 
 
 class _FixedMemoryDevice(Device):

@@ -6,11 +6,9 @@ inputs, entry by entry and normwise, both measured against a double-double produ
 its normwise error is at most CONTRACT_FACTOR times numpy's, where a numpy error below the unit
 roundoff (products it happens to get exact) counts as the unit roundoff: an answer correctly
 rounded to float64 may be u off, whatever numpy got."""
-import importlib.util
 import json
 import math
 from dataclasses import astuple
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,9 +28,7 @@ from qsim import Simulator
 from qsim.accuracy import accuracy_report
 from qsim.reference import reference_state
 
-from .helpers import same_bits, seed_paper_matrix
-
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import REPOSITORY, load_script, same_bits, seed_paper_matrix
 
 UNIT_ROUNDOFF = 2.0**-53
 CONTRACT_FACTOR = 2.0
@@ -336,22 +332,14 @@ def test_gate_cost_model_is_the_least_squares_fit_of_its_measurements():
     H100 measurements it cites (benchmarks/h100/round24/3_fits/fits.json, first target 0, both
     schemes in one run): passes over the state against the wide kernel's digit pairs and against
     Ozaki-II's INT8 products (two a Gaussian modulus), as scripts/dev/gate_cost_fit.py reads them."""
-    fits = json.loads((ROOT / "benchmarks/h100/round24/3_fits/fits.json").read_text())
-    measured = _load_script("scripts/dev/gate_cost_fit.py").points(fits["rows"], fits["backends"], "0")
+    fits = json.loads((REPOSITORY / "benchmarks/h100/round24/3_fits/fits.json").read_text())
+    measured = load_script("scripts/dev/gate_cost_fit.py").points(fits["rows"], fits["backends"], "0")
     for scheme, (fixed, per_unit) in {
             "ozaki1": (cost.WIDE_GATE_FIXED_PASSES, cost.WIDE_GATE_PASSES_PER_PAIR),
             "ozaki2": (cost.OZAKI2_GATE_FIXED_PASSES, cost.OZAKI2_GATE_PASSES_PER_PRODUCT)}.items():
         units, passes = np.array(measured[512, scheme]).T
         slope, intercept = np.polyfit(units, passes, 1)
         assert len(units) == 4 and (fixed, per_unit) == pytest.approx((intercept, slope), abs=0.006), scheme
-
-
-def _load_script(path: str):
-    """A development script of the repository as a module."""
-    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("workspace", [None, 1 << 24])
