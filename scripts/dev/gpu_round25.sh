@@ -15,6 +15,7 @@
 #                                                    # cublas (now rows below stride 16) and int8-auto
 #   bash scripts/dev/gpu_round25.sh OUTDIR brickwork # qsim run --qubits 30 --gate-size 7 --depth 4 --seed 1: cublas with
 #                                                    # min_batched_stride=1 (the strided batch), cublas, int8-auto
+#   bash scripts/dev/gpu_round25.sh OUTDIR tests     # gpu_round14.sh tests on TESTS (default: the cuBLAS paths' files)
 # Modes may be joined by commas (rates,headline,profile). Name the kind (nvidia-h100-x1); carry .whl.
 out=${1:-out}
 source <(sed -n '/^set -uo pipefail/,/tee "$out\/device.txt"/p' "$(dirname "$0")/gpu_round14.sh")
@@ -66,13 +67,9 @@ if [[ $what == *,narrow,* ]]; then
     | tee "$out/narrow30.log" | tail -20
 fi
 
-if [[ $what == *,tests,* ]]; then
-  workers=(); python3 -c "import xdist" 2>/dev/null && workers=(-n "${GPU_TEST_WORKERS:-8}")
-  [[ ${#workers[@]} -gt 0 ]] && export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-  timeout "${TEST_SECONDS:-200}" python3 -m pytest -q -m gpu -p no:cacheprovider "${workers[@]}" -rf \
-    ${TESTS:-tests/test_zgemm.py tests/test_native_gate.py tests/test_target_layout.py} 2>&1 \
-    | grep -v -i warn | tee "$out/gpu_tests.log" | tail -8
-fi
+# gpu_round14.sh's tests (TESTS=, TEST_SECONDS=), this round's files by default
+[[ $what == *,tests,* ]] && TESTS=${TESTS:-tests/test_zgemm.py tests/test_native_gate.py tests/test_target_layout.py} \
+  bash "$(dirname "$0")/gpu_round14.sh" "$out" tests
 
 if [[ $what == *,brickwork,* ]]; then
   for backend in cublas@min_batched_stride=1 cublas int8-auto; do

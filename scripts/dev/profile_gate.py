@@ -14,7 +14,9 @@ import cupy as cp
 
 import gemm_backend
 from circuits import haar_unitary
-from qsim.apply import apply_plan, plan_gate
+from qsim.apply import plan_gate
+from qsim.device import resolve_device
+from qsim.run_loop import apply_gate_plan
 
 
 def main(argv) -> int:
@@ -28,11 +30,10 @@ def main(argv) -> int:
     u = haar_unitary(1 << d, rng)
     u_dev = cp.asarray(u)
     backend = gemm_backend.get(label)
-    plan = plan_gate(n, tuple(range(first, first + d)), u)
+    plan, device = plan_gate(n, tuple(range(first, first + d)), u), resolve_device("gpu")
     backend.prepare(u_dev)
-    for _ in range(applications):
-        apply_plan(plan, state, lambda x, out: backend.apply_batched(u_dev, x, out), None,
-                   lambda s, targets: backend.apply_scattered(u_dev, s, targets))
+    for position in range(applications):
+        state, _, _ = apply_gate_plan(backend, device, plan, u_dev, state, None, position, applications)
     cp.cuda.Device().synchronize()
     print(f"N={n} d={d} {label} first target {first}: {backend.last_call_info}")
     return 0
