@@ -2,7 +2,7 @@
 
 For each N, d and target set (contiguous from a first target q, and with --scattered named sets of
 non-contiguous targets), applies one Haar-random gate through the engine's own path
-(qsim.apply + a registry backend) to a random normalized state and reports, per backend, the
+(qsim.run_loop.apply_gate_plan with a registry backend) to a random normalized state and reports, per backend, the
 median time (CUDA events around --batch back-to-back gates, after a warm-up), the memory floor (read + write the state once:
 32 * 2^N bytes over the copy bandwidth measured in the same run), time / floor, time / the first
 backend's time (the baseline, measured in the same run), the kernel path, the INT8 plan, and with
@@ -21,10 +21,11 @@ import numpy as np
 
 import gemm_backend
 from circuits import haar_unitary
-from qsim.apply import apply_plan, apply_plan_pair, plan_gate
+from qsim.apply import apply_plan_pair, plan_gate
 from gemm_backend import parse_label
 from qsim.device import resolve_device
 from qsim.output import check_output_path_or_exit, write_json
+from qsim.run_loop import apply_gate_plan
 from qsim.benchmarking import copy_bandwidth, first_targets, median_time, print_table
 
 
@@ -49,19 +50,13 @@ def target_sets(n_qubits: int, d: int, first_names, scattered_names) -> list:
     return sets
 
 
-def apply_once(plan, state, u_dev, backend, scratch=None):
-    """The engine's path for one gate: a view, the backend's scattered kernel or the transposed copy."""
-    product = lambda x, out: backend.apply_batched(u_dev, x, out)  # noqa: E731
-    scattered = lambda s, targets: backend.apply_scattered(u_dev, s, targets)  # noqa: E731
-    return apply_plan(plan, state, product, scratch, scattered)
-
-
-def gate_error(plan, state, u_dev, backend, xp) -> float:
+def gate_error(plan, state, u_dev, backend, device) -> float:
     """||U psi (backend) - U psi (double-double)||_2 / ||U psi (dd)||_2 for one gate."""
     from gemm_backend.doubledouble_gate import apply_batched_dd
 
+    xp = device.xp
     out = state.copy()
-    apply_once(plan, out, u_dev, backend)
+    apply_gate_plan(backend, device, plan, u_dev, out, None, 0, 1)
     hi, lo = state.copy(), xp.zeros_like(state)
     apply_plan_pair(plan, hi, lo, lambda h, low: apply_batched_dd(u_dev, h, low), 1 << 24)
     difference = (out - hi) - lo
@@ -93,7 +88,7 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                 backend.start_run()  # no per-gate host synchronisation, as in a simulation
                 spare = None if backend.works_in_place(plan.k, device.on_gpu) else scratch
                 layouts = []
-                seconds = median_time(lambda b=backend: layouts.append(apply_once(plan, state, u_dev, b, spare)[2]),
+                seconds = median_time(lambda b=backend: layouts.append(apply_gate_plan(b, device, plan, u_dev, state, spare, 0, 1)[2]),
                                       device.on_gpu, repeats, batch=batch)
                 info = backend.last_call_info
                 row[f"{label}_layout"] = layouts[-1]
@@ -109,7 +104,7 @@ def bench_size(n_qubits, gate_sizes, target_names, scattered_names, device, back
                     row[f"{label}_plan"] = f"m={info['moduli']}{'g' if info.get('gaussian') else ''}"
                 if with_error:
                     state /= xp.linalg.norm(state)
-                    row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, xp)
+                    row[f"{label}_error"] = gate_error(plan, state, u_dev, backend, device)
                 backend.finish_run()
             on_row(row)
 
